@@ -1,0 +1,54 @@
+// emm/conformance/certify_cli.hpp — emm-certify's command line (spec §5) and its entry point.
+//
+//   emm-certify --plugin PATH.so [--backend fake|gpu|all] [--only ID[,ID...]]
+//               [--json FILE] [--junit FILE] [--markdown FILE] [--list] [--timeout-s N]
+//
+// Exit codes: 0 certified, 1 not certified (also when no backend could run, e.g.
+// `--backend gpu` on a machine without a GPU), 2 usage error or plugin could not be loaded.
+// `--list` needs no plugin. `--only` takes plugin clause ids from the catalogue.
+//
+// parse_certify_args is pure (unit-tested); certify_main does the work: it forks one child
+// per (clause, backend) so a crashing or hanging plugin cannot take the run down, and it never
+// initialises CUDA itself (the GPU is probed and used in children only).
+#pragma once
+
+#include <ostream>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "emm/conformance/backend.hpp"
+
+namespace emm::conformance {
+
+// A bad command line; what() says what is wrong (the usage text is printed after it).
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct CertifyOptions {
+  std::string plugin_path;
+  std::vector<Backend> backends{Backend::fake, Backend::gpu};  // --backend all
+  std::vector<std::string> only;                               // empty: every plugin clause
+  std::string json_path;
+  std::string junit_path;
+  std::string markdown_path;
+  bool list = false;
+  bool help = false;
+  int timeout_s = 60;
+};
+
+// Parses the arguments after the program name. Throws UsageError.
+CertifyOptions parse_certify_args(std::span<const std::string_view> args);
+std::string certify_usage();
+
+inline constexpr int kExitCertified = 0;
+inline constexpr int kExitNotCertified = 1;
+inline constexpr int kExitUsage = 2;
+
+int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err);
+
+}  // namespace emm::conformance

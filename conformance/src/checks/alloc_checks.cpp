@@ -1,0 +1,481 @@
+// ALLOC — allocation (spec §4): memalloc basics, overlap, out of memory, refct at rest, host
+// allocations, pinning, concurrency and alignment.
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "checks/checks.hpp"
+#include "emm/errors.hpp"
+#include "emm/mapped_memory.hpp"
+#include "emm/mocks/fake_driver.hpp"
+
+namespace emm::conformance::checks {
+namespace {
+
+// ALLOC-1: sizes, context, range readable and writable, 16-byte alignment.
+void check_alloc_1(ClauseRun& run) {
+  Context& context = run.context();
+  std::uint64_t seed = 1100;
+  for (const std::size_t size :
+       {std::size_t{1}, std::size_t{8}, std::size_t{4096}, MiB + 3, 64 * MiB}) {
+    const std::string what = str("memalloc(", size, ")");
+    auto memory = allocate(run, context, size);
+    const CUdeviceptr pointer = memory->device_pointer();
+    if (memory->context() != &context) {
+      run.fail(str(what, "->context() is ", memory->context(), ", expected the allocating context ",
+                   &context));
+    }
+    if (pointer % 16 != 0) {
+      run.fail(str(what, " returned ", hex(pointer), ", which is not aligned to 16 bytes"));
+    }
+    const std::optional<AddressRange> block = run.driver_block(pointer);
+    if (!block) {
+      run.fail(str(what, " returned ", hex(pointer),
+                   ", which is not inside any allocation the driver knows in the current context"));
+    }
+    if (pointer + size > block->base + block->size) {
+      run.fail(str(what, " returned [", hex(pointer), ", ", hex(pointer + size),
+                   "), which runs past the end of its driver allocation [", hex(block->base), ", ",
+                   hex(block->base + block->size), ")"));
+    }
+    try {
+      memory->memset(0x5A);
+    } catch (...) {
+      run.fail(str("memset over ", what, " threw ", describe_current_exception()));
+    }
+    expect_same_bytes(run, run.read_device(pointer, size, what),
+                      std::vector<std::byte>(size, std::byte{0x5A}),
+                      str(what, " after memset(0x5A)"));
+    expect_read_write(run, pointer, size, ++seed, what);
+  }
+}
+
+// ALLOC-2: live allocations never overlap.
+void check_alloc_2(ClauseRun& run) {
+  Context& context = run.context();
+  constexpr std::uint64_t kSeed = 0xA110C2;
+  constexpr int kAllocations = 1000;
+  std::mt19937_64 random(kSeed);
+  IntervalSet live;
+  std::vector<std::shared_ptr<MemoryPointer>> held;
+  int made = 0;
+  int released = 0;
+  while (made < kAllocations) {
+    const bool allocate_now = held.empty() || (held.size() < 256 && random() % 100 < 60);
+    if (allocate_now) {
+      const unsigned bucket = random() % 100;
+      const std::size_t size = bucket < 70   ? 1 + random() % 4096
+                               : bucket < 95 ? 4097 + random() % (256 * KiB)
+                                             : 256 * KiB + random() % (2 * MiB);
+      auto memory = allocate(run, context, size, str("allocation #", made + 1));
+      const CUdeviceptr pointer = memory->device_pointer();
+      if (auto other = live.insert(
+              pointer, size,
+              str("allocation #", made + 1, " [", hex(pointer), ", ", hex(pointer + size), ")"))) {
+        run.fail(str("allocation #", made + 1, " memalloc(", size, ") = [", hex(pointer), ", ",
+                     hex(pointer + size), ") overlaps the live ", *other, " (seed ", kSeed, ")"));
+      }
+      held.push_back(std::move(memory));
+      ++made;
+    } else {
+      const std::size_t victim = random() % held.size();
+      live.erase(held[victim]->device_pointer());
+      std::swap(held[victim], held.back());
+      held.pop_back();
+      ++released;
+    }
+  }
+  run.record("seed", static_cast<std::size_t>(kSeed));
+  run.record("allocations", static_cast<std::size_t>(made));
+  run.record("releases", static_cast<std::size_t>(released));
+}
+
+// ALLOC-3: out of memory is a CudaDriverError(CUDA_ERROR_OUT_OF_MEMORY); nothing leaks.
+void check_alloc_3(ClauseRun& run) {
+  Context& context = run.context();
+  constexpr std::size_t kPiB = std::size_t{1} << 50;
+  { auto warm = allocate(run, context, 4096, "before the out-of-memory request"); }
+  ClauseRun::flush_point(context.memory_manager());
+  const std::size_t before = run.device_bytes_in_use();
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    try {
+      auto memory = context.memalloc(kPiB);
+      run.fail(str("memalloc(1 PiB) returned a pointer (size ", memory ? memory->size() : 0,
+                   "); expected CudaDriverError with CUDA_ERROR_OUT_OF_MEMORY"));
+    } catch (const ClauseFailure&) {
+      throw;
+    } catch (const CudaDriverError& error) {
+      if (error.code() != CUDA_ERROR_OUT_OF_MEMORY) {
+        run.fail(str("memalloc(1 PiB) threw CudaDriverError with ", error.code_name(), " (",
+                     error.what(), "); expected CUDA_ERROR_OUT_OF_MEMORY"));
+      }
+    } catch (...) {
+      run.fail("memalloc(1 PiB) threw " + describe_current_exception() +
+               "; expected emm::CudaDriverError with CUDA_ERROR_OUT_OF_MEMORY (or a subclass)");
+    }
+  }
+  const std::size_t after = run.device_bytes_in_use();
+  if (after > before + run.memory_slack()) {
+    run.fail(str("three failed memalloc(1 PiB) requests left ", after - before,
+                 " more bytes of device memory in use (", before, " -> ", after,
+                 "); a failed request must leak nothing"));
+  }
+  auto memory = allocate(run, context, MiB, "after out of memory");
+  expect_read_write(run, memory->device_pointer(), MiB, 1301,
+                    "memalloc(1 MiB) after out of memory");
+}
+
+// ALLOC-5: refct >= 1 at rest; a view taken and dropped does not finalize.
+void check_alloc_5(ClauseRun& run) {
+  Context& context = run.context();
+  for (const std::size_t size : {std::size_t{4096}, MiB}) {
+    const std::string what = str("memalloc(", size, ")");
+    auto memory = allocate(run, context, size);
+    const CUdeviceptr pointer = memory->device_pointer();
+    if (memory->refct() < 1) {
+      run.fail(str(what, "->refct() is ", memory->refct(),
+                   " at rest; expected >= 1 (return AutoFreePointer::own(), not a bare "
+                   "AutoFreePointer, whose first dropped view frees the buffer)"));
+    }
+    write_pattern(run, pointer, size, 1500 + size, what);
+    const std::optional<AddressRange> block = run.driver_block(pointer);
+    std::weak_ptr<MemoryPointer> base = memory->owner();
+    for (const std::size_t start : {std::size_t{0}, std::size_t{16}}) {
+      { auto view = memory->view(start); }
+      const auto owner = base.lock();
+      if (!owner) run.fail(str("dropping ", what, "->view(", start, ") destroyed the allocation"));
+      if (owner->is_managed() && !owner->finalizer_alive()) {
+        run.fail(str("dropping ", what, "->view(", start,
+                     ") ran the allocation's finalizer while the pointer is still held (refct ",
+                     memory->refct(), "): the bare-AutoFreePointer hazard"));
+      }
+      if (block && !run.driver_block(pointer)) {
+        run.fail(str("dropping ", what, "->view(", start,
+                     ") freed the allocation in the driver while the pointer is still held"));
+      }
+      expect_pattern(run, pointer, size, 1500 + size,
+                     str(what, " after a view was taken and dropped"));
+      auto probe = allocate(run, context, size, "while the first is held");
+      if (overlap(probe->device_pointer(), size, pointer, size)) {
+        run.fail(str("a new ", what, " at ", hex(probe->device_pointer()),
+                     " overlaps the held one at ", hex(pointer),
+                     " after a view of it was "
+                     "dropped: the block was returned to the plugin early"));
+      }
+    }
+  }
+}
+
+// ALLOC-6: memhostalloc for the 8 flag combinations.
+void check_alloc_6(ClauseRun& run) {
+  Context& context = run.context();
+  constexpr std::size_t kSize = 8192 + 5;
+  std::uint64_t seed = 1600;
+  for (const bool mapped : {false, true}) {
+    if (mapped && !context.can_map_host_memory()) {
+      run.note("the device cannot map host memory: mapped combinations not checked");
+      continue;
+    }
+    for (const bool portable : {false, true}) {
+      for (const bool wc : {false, true}) {
+        const std::string what = str("memhostalloc(", kSize, ", mapped=", mapped,
+                                     ", portable=", portable, ", wc=", wc, ")");
+        HostAllocation allocation;
+        try {
+          allocation = context.memhostalloc(kSize, mapped, portable, wc);
+        } catch (...) {
+          run.fail(what + " threw " + describe_current_exception());
+        }
+        if (allocation.empty()) run.fail(what + " returned an empty HostAllocation");
+        if (allocation.is_mapped() != mapped) {
+          run.fail(str(what, " returned ", allocation.is_mapped() ? "mapped" : "pinned",
+                       " memory; expected ", mapped ? "MappedMemory" : "PinnedMemory"));
+        }
+        run.expect_eq(allocation.size(), kSize, what + " size()");
+        auto* host = static_cast<std::byte*>(allocation.host_pointer());
+        if (host == nullptr) run.fail(what + " has a null host pointer");
+        const std::vector<std::byte> written = pattern(kSize, ++seed);
+        std::memcpy(host, written.data(), kSize);
+        if (std::memcmp(host, written.data(), kSize) != 0) run.fail(what + " is not writable");
+        if (!mapped) {
+          if (!allocation.pinned_memory()) run.fail(what + " returned no PinnedMemory");
+          continue;
+        }
+        MappedMemory* memory = allocation.mapped_memory();
+        if (memory == nullptr) {
+          run.fail(what + " returned a mapped pointer that is not (an owner of) MappedMemory");
+        }
+        if (allocation.mapped_pointer()->refct() < 1) {
+          run.fail(str(what, " returned a pointer with refct ",
+                       allocation.mapped_pointer()->refct(),
+                       "; expected >= 1 (hand out MappedMemory::own())"));
+        }
+        const CUdeviceptr device = allocation.mapped_pointer()->device_pointer();
+        if (device == 0) run.fail(what + " has a null device pointer");
+        expect_same_bytes(run, run.read_device(device, kSize, what), written,
+                          what +
+                              ": the device pointer does not alias the host bytes (host write, "
+                              "device read)");
+        const std::vector<std::byte> back = pattern(kSize, seed + 100);
+        run.write_device(device, back, what);
+        if (std::memcmp(host, back.data(), kSize) != 0) {
+          run.fail(what +
+                   ": the device pointer does not alias the host bytes (device write, "
+                   "host read)");
+        }
+      }
+    }
+  }
+}
+
+// A page-aligned host buffer whose release is observable.
+struct OwnedBuffer {
+  std::shared_ptr<void> owner;
+  std::shared_ptr<std::atomic<bool>> released = std::make_shared<std::atomic<bool>>(false);
+  std::byte* data = nullptr;
+
+  explicit OwnedBuffer(std::size_t bytes) {
+    void* raw = std::aligned_alloc(4096, bytes);
+    data = static_cast<std::byte*>(raw);
+    owner = std::shared_ptr<void>(raw, [flag = released](void* p) {
+      std::free(p);
+      flag->store(true);
+    });
+  }
+};
+
+HostAllocation pin(ClauseRun& run, Context& context, std::shared_ptr<void> owner, void* pointer,
+                   std::size_t size, bool mapped, std::string_view what) {
+  try {
+    return context.mempin(std::move(owner), pointer, size, mapped);
+  } catch (...) {
+    run.fail(str(what, " threw ", describe_current_exception()));
+  }
+}
+
+// ALLOC-7: mempin kinds, ownership, exact range, immediate unpin (also inside defer_cleanup).
+void check_alloc_7(ClauseRun& run) {
+  Context& context = run.context();
+  constexpr std::size_t kPage = 4096;
+  constexpr std::size_t kSize = 2 * kPage;
+  for (const bool mapped : {false, true}) {
+    if (mapped && !context.can_map_host_memory()) {
+      run.note("the device cannot map host memory: mempin(mapped=true) not checked");
+      continue;
+    }
+    OwnedBuffer buffer(4 * kPage);
+    std::byte* pointer = buffer.data + kPage;
+    const std::string what = str("mempin(owner, p, ", kSize, ", mapped=", mapped, ")");
+    const long owner_uses = buffer.owner.use_count();
+    HostAllocation allocation = pin(run, context, buffer.owner, pointer, kSize, mapped, what);
+    if (allocation.is_mapped() != mapped) {
+      run.fail(str(what, " returned ", allocation.is_mapped() ? "mapped" : "pinned",
+                   " memory; expected ", mapped ? "MappedMemory" : "PinnedMemory"));
+    }
+    if (mapped && allocation.mapped_memory() == nullptr) {
+      run.fail(what + " returned a mapped pointer that is not (an owner of) MappedMemory");
+    }
+    if (!mapped && !allocation.pinned_memory()) run.fail(what + " returned no PinnedMemory");
+    if (allocation.host_pointer() != pointer) {
+      run.fail(str(what, " covers host address ", allocation.host_pointer(),
+                   ", expected p = ", static_cast<void*>(pointer)));
+    }
+    run.expect_eq(allocation.size(), kSize, what + " size()");
+    if (allocation.owned().get() != buffer.owner.get()) {
+      run.fail(what + " does not keep the given owner as its owner (owned() differs)");
+    }
+    if (buffer.owner.use_count() <= owner_uses) {
+      run.fail(what + " does not hold a reference to the owner (its use_count did not grow)");
+    }
+    if (mapped) {
+      const std::vector<std::byte> written = pattern(kSize, 1700);
+      std::memcpy(pointer, written.data(), kSize);
+      expect_same_bytes(run,
+                        run.read_device(allocation.mapped_pointer()->device_pointer(), kSize, what),
+                        written, what + ": the device pointer does not alias [p, p+n)");
+    }
+    // The allocation alone keeps the buffer alive.
+    std::shared_ptr<void> keep_alive_check = std::move(buffer.owner);
+    keep_alive_check.reset();
+    if (buffer.released->load()) {
+      run.fail(what + " let the owner go while the pinned memory is alive");
+    }
+    allocation = HostAllocation();  // finalization unpins at once
+    if (!buffer.released->load()) {
+      run.fail(what + " still holds the owner after the pinned memory was released");
+    }
+
+    // Same range pinned again immediately, outside and inside defer_cleanup.
+    OwnedBuffer again(4 * kPage);
+    std::byte* p2 = again.data + kPage;
+    { HostAllocation first = pin(run, context, again.owner, p2, kSize, mapped, what); }
+    {
+      HostAllocation second =
+          pin(run, context, again.owner, p2, kSize, mapped,
+              what + " of a range released a moment ago (unpin must be immediate)");
+    }
+    CleanupGuard guard;
+    try {
+      guard = context.defer_cleanup();
+    } catch (...) {
+      run.fail("defer_cleanup() threw " + describe_current_exception());
+    }
+    {
+      HostAllocation inside =
+          pin(run, context, again.owner, p2, kSize, mapped, what + " inside defer_cleanup");
+    }
+    {
+      HostAllocation inside_again =
+          pin(run, context, again.owner, p2, kSize, mapped,
+              what +
+                  " inside defer_cleanup of a range released a moment ago (unpin must be "
+                  "immediate even while cleanup is deferred)");
+    }
+    guard.release();
+  }
+}
+
+// ALLOC-10: 8 threads allocate and release concurrently; nothing overlaps or is lost.
+void check_alloc_10(ClauseRun& run) {
+  run.require_capability();
+  Context& context = run.context();
+  constexpr int kThreads = 8;
+  const int allocations_per_thread = 640;  // 8 x 640 allocations + as many releases
+  const std::size_t baseline = run.device_bytes_in_use();
+
+  std::mutex mutex;
+  IntervalSet live;
+  std::string failure;
+  std::atomic<bool> failed{false};
+  std::atomic<std::size_t> operations{0};
+  auto report = [&](std::string what) {
+    std::lock_guard lock(mutex);
+    if (failure.empty()) failure = std::move(what);
+    failed = true;
+  };
+
+  auto worker = [&](int thread) {
+    try {
+      context.make_current();  // CUDA's current context is per thread
+      std::mt19937 random(1000 + thread);
+      struct Item {
+        std::shared_ptr<MemoryPointer> memory;
+        std::size_t size;
+        std::uint64_t tag;
+      };
+      std::vector<Item> held;
+      Driver& driver = context.driver();
+      auto release = [&](std::size_t index) {
+        Item& item = held[index];
+        std::uint64_t seen[2] = {0, 0};
+        driver.memcpy_dtoh(&seen[0], item.memory->device_pointer(), 8);
+        driver.memcpy_dtoh(&seen[1], item.memory->device_pointer() + item.size - 8, 8);
+        if (seen[0] != item.tag || seen[1] != item.tag) {
+          report(str("thread ", thread, ": a memalloc(", item.size, ") block at ",
+                     hex(item.memory->device_pointer()),
+                     " was overwritten by another thread before it was released (tag ",
+                     hex(item.tag), ", seen ", hex(seen[0]), "/", hex(seen[1]), ")"));
+        }
+        {
+          std::lock_guard lock(mutex);
+          live.erase(item.memory->device_pointer());
+        }
+        held[index] = std::move(held.back());
+        held.pop_back();
+        operations.fetch_add(1);
+      };
+      for (int made = 0; made < allocations_per_thread && !failed; ++made) {
+        const std::size_t size = 16 + random() % (16 * KiB);
+        auto memory = context.memalloc(size);
+        if (!memory || memory->size() != size || memory->device_pointer() == 0) {
+          report(str("thread ", thread, ": memalloc(", size, ") returned ",
+                     memory ? str("a pointer of size ", memory->size()) : std::string("null")));
+          return;
+        }
+        const CUdeviceptr pointer = memory->device_pointer();
+        std::optional<std::string> other;
+        {
+          std::lock_guard lock(mutex);
+          other = live.insert(
+              pointer, size,
+              str("block [", hex(pointer), ", ", hex(pointer + size), ") of thread ", thread));
+        }
+        if (other) {
+          report(str("thread ", thread, ": memalloc(", size, ") = [", hex(pointer), ", ",
+                     hex(pointer + size), ") overlaps the live ", *other));
+          return;
+        }
+        const std::uint64_t tag = (std::uint64_t(thread + 1) << 48) | std::uint64_t(made + 1);
+        driver.memcpy_htod(pointer, &tag, 8);
+        driver.memcpy_htod(pointer + size - 8, &tag, 8);
+        held.push_back({std::move(memory), size, tag});
+        operations.fetch_add(1);
+        if (held.size() > 16 || (held.size() > 1 && random() % 2 == 0)) {
+          release(random() % held.size());
+        }
+      }
+      while (!held.empty()) release(held.size() - 1);
+    } catch (...) {
+      report(str("thread ", thread, ": ", describe_current_exception()));
+    }
+  };
+
+  std::vector<std::thread> threads;
+  for (int thread = 0; thread < kThreads; ++thread) threads.emplace_back(worker, thread);
+  for (std::thread& thread : threads) thread.join();
+  context.make_current();
+  if (failed) run.fail(failure);
+  run.record("threads", static_cast<std::size_t>(kThreads));
+  run.record("operations", operations.load());
+
+  try {
+    context.reset();
+  } catch (...) {
+    run.fail("reset() after the concurrent run threw " + describe_current_exception());
+  }
+  const std::size_t after = run.device_bytes_in_use();
+  if (after > baseline + run.memory_slack()) {
+    run.fail(str("after the concurrent run released everything and reset(), ", after - baseline,
+                 " bytes more device memory are in use than before it: allocations were lost"));
+  }
+}
+
+// ALLOC-11: 256-byte alignment.
+void check_alloc_11(ClauseRun& run) {
+  Context& context = run.context();
+  std::vector<std::shared_ptr<MemoryPointer>> held;
+  for (int round = 0; round < 3; ++round) {
+    for (const std::size_t size :
+         {std::size_t{1}, std::size_t{3}, std::size_t{17}, std::size_t{255}, std::size_t{256},
+          std::size_t{257}, std::size_t{1000}, std::size_t{4097}, std::size_t{65537}, MiB + 3}) {
+      auto memory = allocate(run, context, size);
+      const CUdeviceptr pointer = memory->device_pointer();
+      if (pointer % 256 != 0) {
+        CUdeviceptr alignment = 1;
+        while (pointer % (alignment * 2) == 0) alignment *= 2;
+        run.fail(str("memalloc(", size, ") returned ", hex(pointer), ", aligned to ", alignment,
+                     " bytes only; cuMemAlloc guarantees 256"));
+      }
+      held.push_back(std::move(memory));
+    }
+  }
+  run.record("allocations_checked", held.size());
+}
+
+}  // namespace
+
+void register_alloc_checks(CheckRegistry& registry) {
+  registry.add("ALLOC-1", check_alloc_1);
+  registry.add("ALLOC-2", check_alloc_2);
+  registry.add("ALLOC-3", check_alloc_3);
+  registry.add("ALLOC-5", check_alloc_5);
+  registry.add("ALLOC-6", check_alloc_6);
+  registry.add("ALLOC-7", check_alloc_7);
+  registry.add("ALLOC-10", check_alloc_10);
+  registry.add("ALLOC-11", check_alloc_11);
+}
+
+}  // namespace emm::conformance::checks

@@ -1,0 +1,153 @@
+#include <algorithm>
+#include <cstring>
+
+#include "checks/checks.hpp"
+#include "emm/errors.hpp"
+
+namespace emm::conformance::checks {
+
+std::vector<std::byte> pattern(std::size_t size, std::uint64_t seed) {
+  std::vector<std::byte> bytes(size);
+  std::uint64_t state = seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
+  std::byte* out = bytes.data();
+  // Word at a time: this also runs in Debug builds over 64 MiB buffers (ALLOC-1).
+  for (std::size_t i = 0; i < size; i += sizeof state) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    std::memcpy(out + i, &state, std::min(sizeof state, size - i));
+  }
+  return bytes;
+}
+
+void write_pattern(ClauseRun& run, CUdeviceptr pointer, std::size_t size, std::uint64_t seed,
+                   std::string_view what) {
+  run.write_device(pointer, pattern(size, seed), what);
+}
+
+void expect_same_bytes(ClauseRun& run, const std::vector<std::byte>& seen,
+                       const std::vector<std::byte>& expected, std::string_view what) {
+  if (seen.size() != expected.size()) {
+    run.fail(str(what, ": expected ", expected.size(), " bytes, seen ", seen.size()));
+  }
+  if (seen.empty() || std::memcmp(seen.data(), expected.data(), seen.size()) == 0) return;
+  const auto mismatch = std::mismatch(seen.begin(), seen.end(), expected.begin());
+  const auto at = static_cast<std::size_t>(mismatch.first - seen.begin());
+  run.fail(str(what, ": byte ", at, " of ", seen.size(), " differs: expected ",
+               hex(static_cast<unsigned>(*mismatch.second)), ", seen ",
+               hex(static_cast<unsigned>(*mismatch.first))));
+}
+
+void expect_pattern(ClauseRun& run, CUdeviceptr pointer, std::size_t size, std::uint64_t seed,
+                    std::string_view what) {
+  expect_same_bytes(run, run.read_device(pointer, size, what), pattern(size, seed),
+                    str(what, " does not hold the bytes written to it"));
+}
+
+void expect_read_write(ClauseRun& run, CUdeviceptr pointer, std::size_t size, std::uint64_t seed,
+                       std::string_view what) {
+  write_pattern(run, pointer, size, seed, what);
+  expect_pattern(run, pointer, size, seed, what);
+}
+
+namespace {
+
+std::shared_ptr<MemoryPointer> checked(ClauseRun& run, std::shared_ptr<MemoryPointer> memory,
+                                       std::size_t size, std::string_view call) {
+  if (!memory) run.fail(str(call, " returned a null std::shared_ptr"));
+  if (memory->size() != size) {
+    run.fail(str(call, " returned a pointer of size ", memory->size(), ", expected ", size));
+  }
+  if (memory->device_pointer() == 0) run.fail(str(call, " returned a null device pointer"));
+  return memory;
+}
+
+std::string describe_call(std::size_t size, std::string_view why) {
+  return why.empty() ? str("memalloc(", size, ")") : str("memalloc(", size, ") (", why, ")");
+}
+
+}  // namespace
+
+std::shared_ptr<MemoryPointer> allocate(ClauseRun& run, Context& context, std::size_t size,
+                                        std::string_view why) {
+  const std::string call = describe_call(size, why);
+  std::shared_ptr<MemoryPointer> memory;
+  try {
+    memory = context.memalloc(size);
+  } catch (...) {
+    run.fail(str(call, " threw ", describe_current_exception()));
+  }
+  return checked(run, std::move(memory), size, call);
+}
+
+std::shared_ptr<MemoryPointer> allocate(ClauseRun& run, BaseCUDAMemoryManager& manager,
+                                        std::size_t size, std::string_view why) {
+  const std::string call = describe_call(size, why);
+  std::shared_ptr<MemoryPointer> memory;
+  try {
+    memory = manager.memalloc(size);
+  } catch (...) {
+    run.fail(str(call, " threw ", describe_current_exception()));
+  }
+  return checked(run, std::move(memory), size, call);
+}
+
+bool overlap(CUdeviceptr a, std::size_t a_size, CUdeviceptr b, std::size_t b_size) {
+  return a < b + b_size && b < a + a_size;
+}
+
+std::optional<std::string> IntervalSet::insert(CUdeviceptr begin, std::size_t size,
+                                               std::string what) {
+  const CUdeviceptr end = begin + std::max<std::size_t>(size, 1);
+  auto next = ranges_.lower_bound(begin);
+  if (next != ranges_.end() && next->first < end) return next->second.what;
+  if (next != ranges_.begin()) {
+    auto previous = std::prev(next);
+    if (previous->second.end > begin) return previous->second.what;
+  }
+  ranges_.emplace(begin, Range{end, std::move(what)});
+  return std::nullopt;
+}
+
+void IntervalSet::erase(CUdeviceptr begin) { ranges_.erase(begin); }
+
+BareContext::BareContext(ClauseRun& run) : run_(run), runtime_(run.make_runtime()) {
+  Driver& driver = run.driver();
+  handle_ = driver.primary_ctx_retain(0);
+  if (driver.ctx_get_current() != nullptr) driver.ctx_set_current(nullptr);
+  try {
+    context_ = std::make_unique<Context>(*runtime_, 0, handle_, run.subject().factory,
+                                         runtime_->dealloc_config());
+  } catch (...) {
+    const std::string why = describe_current_exception();
+    driver.primary_ctx_release(0);
+    run.fail(str("constructing the plugin for a context that is not current on this thread threw ",
+                 why,
+                 " (LIFE-4: a plugin must make no CUDA call in its constructor; do that "
+                 "work in initialize())"));
+  }
+}
+
+BareContext::~BareContext() {
+  try {
+    context_.reset();
+    Driver& driver = run_.driver();
+    if (driver.ctx_get_current() == handle_) driver.ctx_set_current(nullptr);
+    driver.primary_ctx_release(0);
+  } catch (...) {
+  }
+}
+
+void expect_no_ignored_exceptions(ClauseRun& run, const Diagnostics::Capture& capture,
+                                  std::string_view when) {
+  std::vector<DiagnosticEvent> thrown;
+  for (DiagnosticEvent& event : capture.events()) {
+    if (event.kind == DiagnosticEvent::Kind::ignored_exception) thrown.push_back(std::move(event));
+  }
+  if (thrown.empty()) return;
+  run.fail(str(thrown.size(), " exception(s) thrown by finalizers or destructors ", when,
+               " (the host caught and reported them; finalizers must not throw); first, in ",
+               thrown.front().where, ": ", thrown.front().message));
+}
+
+}  // namespace emm::conformance::checks

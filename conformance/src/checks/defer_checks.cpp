@@ -1,0 +1,282 @@
+// DEFER — defer_cleanup (spec §4): guards as scopes, the HostOnly parent's guard, deferred
+// frees eventually executed, documented behaviour.
+#include <cctype>
+#include <stdexcept>
+
+#include "checks/checks.hpp"
+#include "emm/host_only_memory_manager.hpp"
+#include "emm/mocks/fake_driver.hpp"
+
+namespace emm::conformance::checks {
+namespace {
+
+CleanupGuard enter(ClauseRun& run, BaseCUDAMemoryManager& manager, std::string_view when) {
+  try {
+    return manager.defer_cleanup();
+  } catch (...) {
+    run.fail(str("defer_cleanup() ", when, " threw ", describe_current_exception()));
+  }
+}
+
+// Allocates, writes, reads and releases: the plugin still works.
+void expect_usable(ClauseRun& run, Context& context, std::string_view when, std::uint64_t seed) {
+  for (const std::size_t size : {std::size_t{256}, 64 * KiB}) {
+    auto memory = allocate(run, context, size, when);
+    expect_read_write(run, memory->device_pointer(), size, seed + size, str("memalloc ", when));
+  }
+}
+
+void churn(ClauseRun& run, Context& context, int count, std::string_view when) {
+  for (int i = 0; i < count; ++i) {
+    auto memory = allocate(run, context, 4096, when);
+  }
+}
+
+// Allocates and releases every size the DEFER-2 scopes use, then reaches a flush point: the
+// device memory then in use is what the plugin keeps at rest (a caching pool keeps its caches,
+// the same each time; a plugin left deferring keeps more).
+std::size_t settle(ClauseRun& run, Context& context) {
+  {
+    std::vector<std::shared_ptr<MemoryPointer>> held;
+    for (int i = 0; i < 4; ++i) {
+      for (const std::size_t size : {std::size_t{256}, std::size_t{4096}, 64 * KiB}) {
+        held.push_back(allocate(run, context, size, "settling"));
+      }
+    }
+    // Large blocks too: what a plugin wrongly keeps then exceeds the gpu's measurement slack.
+    for (int i = 0; i < 6; ++i) held.push_back(allocate(run, context, 2 * MiB + 1, "settling"));
+  }
+  ClauseRun::flush_point(context.memory_manager());
+  return run.device_bytes_in_use();
+}
+
+// DEFER-2: guards are scopes; nesting and any release order leave the plugin consistent.
+void check_defer_2(ClauseRun& run) {
+  Context& context = run.context();
+  BaseCUDAMemoryManager& manager = context.memory_manager();
+  auto* host_only = dynamic_cast<HostOnlyCUDAMemoryManager*>(&manager);
+  const std::size_t at_rest = settle(run, context);
+
+  {
+    CleanupGuard guard = enter(run, manager, "(a single scope)");
+    churn(run, context, 12, "inside one defer_cleanup scope");
+  }
+  expect_usable(run, context, "after one scope", 2200);
+
+  {
+    CleanupGuard outer = enter(run, manager, "(outer of two nested)");
+    churn(run, context, 6, "inside the outer scope");
+    {
+      CleanupGuard inner = enter(run, manager, "(inner of two nested)");
+      churn(run, context, 6, "inside both scopes");
+    }
+    churn(run, context, 6, "inside the outer scope after the inner ended");
+  }
+  expect_usable(run, context, "after nested scopes", 2210);
+
+  {
+    CleanupGuard first = enter(run, manager, "(first of two, released first)");
+    CleanupGuard second = enter(run, manager, "(second of two)");
+    churn(run, context, 6, "inside two scopes");
+    first.release();
+    churn(run, context, 6, "after the first guard was released out of order");
+    second.release();
+    second.release();  // idempotent
+  }
+  expect_usable(run, context, "after guards released out of order", 2220);
+
+  {
+    CleanupGuard guard = enter(run, manager, "(moved)");
+    CleanupGuard moved = std::move(guard);
+    guard.release();  // the moved-from guard does nothing
+    churn(run, context, 4, "inside a moved guard's scope");
+  }
+  expect_usable(run, context, "after a moved guard", 2230);
+
+  try {
+    CleanupGuard guard = enter(run, manager, "(left by an exception)");
+    churn(run, context, 4, "inside a scope left by an exception");
+    throw std::runtime_error("leaving the scope");
+  } catch (const std::runtime_error&) {
+  }
+  expect_usable(run, context, "after a scope left by an exception", 2240);
+
+  {
+    CleanupGuard host = context.defer_cleanup();  // the host's composition (plugin outer)
+    CleanupGuard plugin = enter(run, manager, "(inside the host's guard)");
+    churn(run, context, 6, "inside the host's and the plugin's guards");
+    host.release();
+  }
+  expect_usable(run, context, "after the host's guard", 2250);
+
+  const std::size_t after = settle(run, context);
+  if (after > at_rest + run.memory_slack()) {
+    run.fail(
+        str("after every guard was released (nested, out of order, moved, left by an "
+            "exception), the plugin keeps ",
+            after - at_rest, " more bytes of device memory at rest than before the guards (",
+            at_rest, " -> ", after, "): a released guard left it deferring its frees"));
+  }
+  if (host_only != nullptr && host_only->deallocations().is_disabled()) {
+    run.fail(
+        "every defer_cleanup() guard was released, yet the HostOnlyCUDAMemoryManager "
+        "queue is still disabled: a guard leaked its parent's hold");
+  }
+}
+
+// DEFER-3: a HostOnly subclass holds the parent's guard for the whole scope.
+void check_defer_3(ClauseRun& run) {
+  run.require_capability();
+  Context& context = run.context();
+  BaseCUDAMemoryManager& manager = context.memory_manager();
+  auto* host_only = dynamic_cast<HostOnlyCUDAMemoryManager*>(&manager);
+  if (host_only == nullptr) run.fail("host_only_derived is set but the plugin is not one");
+  PendingDeallocs& queue = host_only->deallocations();
+  auto expect_disabled = [&](bool disabled, std::string_view when) {
+    if (queue.is_disabled() != disabled) {
+      run.fail(str("the HostOnlyCUDAMemoryManager queue is ", queue.is_disabled() ? "" : "not ",
+                   "disabled ", when,
+                   "; an override of defer_cleanup() must hold "
+                   "HostOnlyCUDAMemoryManager::defer_cleanup()'s guard for its whole scope "
+                   "(NBEP 7)"));
+    }
+  };
+  expect_disabled(false, "before any guard");
+  {
+    CleanupGuard guard = enter(run, manager, "");
+    expect_disabled(true, "while the plugin's guard is alive");
+    churn(run, context, 12, "inside defer_cleanup");
+    expect_disabled(true, "while the plugin's guard is alive, after allocations");
+  }
+  expect_disabled(false, "after the guard was released");
+  {
+    CleanupGuard first = enter(run, manager, "(first of two)");
+    CleanupGuard second = enter(run, manager, "(second of two)");
+    first.release();
+    expect_disabled(true, "while the second of two guards is alive (the first was released)");
+    second.release();
+    expect_disabled(false, "after both guards were released");
+  }
+  {
+    CleanupGuard host = context.defer_cleanup();
+    expect_disabled(true, "while the host's guard (Context::defer_cleanup) is alive");
+  }
+  expect_disabled(false, "after the host's guard was released");
+
+  // Host frees are deferred while a guard is alive (the fake shows the pinned block).
+  if (FakeDriver* fake = run.fake()) {
+    HostAllocation pinned = context.memhostalloc(4096, false);
+    const std::size_t live = fake->host_allocation_count();
+    {
+      CleanupGuard guard = enter(run, manager, "(host free)");
+      pinned = HostAllocation();
+      queue.clear();  // a flush while deferred is a no-op
+      if (fake->host_allocation_count() != live) {
+        run.fail(
+            "a pinned host buffer released inside defer_cleanup() was freed at once; "
+            "host frees must be deferred while the guard is alive");
+      }
+    }
+    queue.clear();
+    if (fake->host_allocation_count() >= live) {
+      run.fail(
+          "a pinned host buffer released inside defer_cleanup() was still not freed after "
+          "the guard ended and the queue was flushed");
+    }
+  }
+}
+
+// Device and host allocations made and released.
+void workload(ClauseRun& run, Context& context) {
+  std::vector<std::shared_ptr<MemoryPointer>> device;
+  for (int i = 0; i < 24; ++i) device.push_back(allocate(run, context, 64 * KiB, "workload"));
+  device.push_back(allocate(run, context, 4 * MiB + 3, "workload"));
+  std::vector<HostAllocation> host;
+  try {
+    host.push_back(context.memhostalloc(4096, false));
+    host.push_back(context.memhostalloc(4096, false));
+    if (context.can_map_host_memory()) host.push_back(context.memhostalloc(8192, true));
+  } catch (...) {
+    run.fail("memhostalloc threw " + describe_current_exception());
+  }
+}
+
+// DEFER-4: frees deferred in a scope are executed after it (at a flush point or reset()).
+void check_defer_4(ClauseRun& run) {
+  Context& context = run.context();
+  BaseCUDAMemoryManager& manager = context.memory_manager();
+  FakeDriver* fake = run.fake();
+  const std::size_t baseline = run.device_bytes_in_use();
+  const std::size_t host_baseline = fake != nullptr ? fake->host_allocation_count() : 0;
+
+  // The same work without and with defer_cleanup: what remains afterwards must not differ
+  // (a caching pool may keep memory either way; deferred frees must not be lost).
+  workload(run, context);
+  ClauseRun::flush_point(manager);
+  const std::size_t without = run.device_bytes_in_use();
+  const std::size_t host_without = fake != nullptr ? fake->host_allocation_count() : 0;
+  {
+    CleanupGuard guard = context.defer_cleanup();
+    workload(run, context);
+    ClauseRun::flush_point(manager);  // a no-op while deferred
+  }
+  {
+    CleanupGuard outer = enter(run, manager, "(outer)");
+    CleanupGuard inner = enter(run, manager, "(inner)");
+    workload(run, context);
+  }
+  ClauseRun::flush_point(manager);
+  const std::size_t with = run.device_bytes_in_use();
+  if (with > without + run.memory_slack()) {
+    run.fail(str("after the defer_cleanup scopes ended and a flush point, ", with - without,
+                 " more bytes of device memory are in use than after the same work without "
+                 "defer_cleanup (",
+                 without, " -> ", with, "): frees deferred during the scope were never executed"));
+  }
+  if (fake != nullptr && fake->host_allocation_count() > host_without) {
+    run.fail(str(fake->host_allocation_count() - host_without,
+                 " pinned host block(s) released inside defer_cleanup were not freed after the "
+                 "scope ended and a flush point"));
+  }
+  try {
+    context.reset();
+  } catch (...) {
+    run.fail("reset() threw " + describe_current_exception());
+  }
+  const std::size_t after_reset = run.device_bytes_in_use();
+  if (after_reset > baseline + run.memory_slack()) {
+    run.fail(str("after the deferred frees and reset(), ", after_reset - baseline,
+                 " bytes more device memory are in use than before the work"));
+  }
+  if (fake != nullptr) {
+    run.expect_eq(fake->host_allocation_count(), host_baseline,
+                  "live cuMemHostAlloc blocks after the deferred frees and reset()");
+  }
+}
+
+// DEFER-6: the declared defer_cleanup behaviour is not empty.
+void check_defer_6(ClauseRun& run) {
+  const char* text = run.capabilities().defer_cleanup_behaviour;
+  std::string_view behaviour = text != nullptr ? text : "";
+  while (!behaviour.empty() && std::isspace(static_cast<unsigned char>(behaviour.front()))) {
+    behaviour.remove_prefix(1);
+  }
+  if (behaviour.empty()) {
+    run.fail(
+        "the plugin declares no defer_cleanup behaviour (Capabilities::"
+        "defer_cleanup_behaviour is empty); say in one line what defer_cleanup() does for "
+        "it: it is printed on the certificate");
+  }
+  run.record("defer_cleanup_behaviour", std::string(behaviour));
+}
+
+}  // namespace
+
+void register_defer_checks(CheckRegistry& registry) {
+  registry.add("DEFER-2", check_defer_2);
+  registry.add("DEFER-3", check_defer_3);
+  registry.add("DEFER-4", check_defer_4);
+  registry.add("DEFER-6", check_defer_6);
+}
+
+}  // namespace emm::conformance::checks

@@ -1,0 +1,325 @@
+// LIFE — plugin lifecycle (spec §4): initialize idempotence, construction without a current
+// context, reset before initialize, use after reset, reset releasing everything, late
+// finalizers.
+#include <cstdlib>
+#include <utility>
+
+#include "checks/checks.hpp"
+#include "emm/errors.hpp"
+#include "emm/host_only_memory_manager.hpp"
+#include "emm/mocks/fake_driver.hpp"
+
+namespace emm::conformance::checks {
+namespace {
+
+struct Held {
+  std::shared_ptr<MemoryPointer> memory;
+  std::size_t size;
+  std::uint64_t seed;
+  std::optional<AddressRange> block;
+};
+
+std::optional<MemoryInfo> memory_info_if_declared(ClauseRun& run, Context& context) {
+  if (!run.capabilities().memory_info) return std::nullopt;
+  try {
+    return context.get_memory_info();
+  } catch (...) {
+    run.fail("get_memory_info() threw " + describe_current_exception() +
+             " although the plugin declares memory_info=true");
+  }
+}
+
+std::string describe(const MemoryInfo& info) {
+  return str("{free=", info.free, ", total=", info.total, "}");
+}
+
+// Host allocations of every kind, for the clauses that release "everything".
+struct HostSet {
+  std::vector<HostAllocation> allocations;
+  std::vector<std::shared_ptr<void>> buffers;
+};
+
+HostSet allocate_host_set(ClauseRun& run, Context& context) {
+  HostSet set;
+  try {
+    set.allocations.push_back(context.memhostalloc(4096, false));
+    if (context.can_map_host_memory()) {
+      set.allocations.push_back(context.memhostalloc(8192 + 5, true));
+    }
+    std::shared_ptr<void> buffer(std::aligned_alloc(4096, 2 * 4096), std::free);
+    set.buffers.push_back(buffer);
+    set.allocations.push_back(context.mempin(buffer, buffer.get(), 2 * 4096, false));
+  } catch (...) {
+    run.fail("allocating host memory (memhostalloc/mempin) threw " + describe_current_exception());
+  }
+  return set;
+}
+
+// LIFE-2: initialize() many times changes nothing.
+void check_life_2(ClauseRun& run) {
+  Context& context = run.context();
+  BaseCUDAMemoryManager& manager = context.memory_manager();
+  std::vector<Held> held;
+  std::uint64_t seed = 200;
+  for (std::size_t size : {std::size_t{1}, std::size_t{4096}, MiB + 3}) {
+    auto memory = allocate(run, context, size);
+    write_pattern(run, memory->device_pointer(), size, ++seed, str("memalloc(", size, ")"));
+    held.push_back({memory, size, seed, run.driver_block(memory->device_pointer())});
+  }
+  const std::size_t bytes_before = run.device_bytes_in_use();
+  const std::optional<MemoryInfo> info_before = memory_info_if_declared(run, context);
+  auto* host_only = dynamic_cast<HostOnlyCUDAMemoryManager*>(&manager);
+  const std::size_t tracked_before = host_only != nullptr ? host_only->live_allocation_count() : 0;
+
+  constexpr int kCalls = 100;
+  for (int call = 1; call <= kCalls; ++call) {
+    try {
+      manager.initialize();
+    } catch (...) {
+      run.fail(str("initialize() call #", call, " (with live allocations) threw ",
+                   describe_current_exception()));
+    }
+  }
+  for (int activation = 1; activation <= 10; ++activation) {
+    try {
+      context.prepare_for_use();  // the host's activation path calls initialize() too
+    } catch (...) {
+      run.fail(str("Context::prepare_for_use() #", activation, " (which calls initialize()) threw ",
+                   describe_current_exception()));
+    }
+  }
+
+  for (const Held& h : held) {
+    const std::string what =
+        str("the memalloc(", h.size, ") allocation made before ", kCalls, " initialize() calls");
+    if (h.block && !run.driver_block(h.memory->device_pointer())) {
+      run.fail(what + " is no longer allocated in the driver: initialize() freed live memory");
+    }
+    expect_pattern(run, h.memory->device_pointer(), h.size, h.seed, what);
+    expect_read_write(run, h.memory->device_pointer(), h.size, h.seed + 1000, what);
+  }
+  const std::size_t bytes_after = run.device_bytes_in_use();
+  if (bytes_after > bytes_before + run.memory_slack() ||
+      bytes_before > bytes_after + run.memory_slack()) {
+    run.fail(str("device memory in use went from ", bytes_before, " to ", bytes_after,
+                 " bytes across ", kCalls + 10,
+                 " initialize() calls; expected no change (initialize() must not allocate per "
+                 "call nor release live state)"));
+  }
+  if (info_before) {
+    const std::optional<MemoryInfo> info_after = memory_info_if_declared(run, context);
+    const std::size_t drift = info_after->free > info_before->free
+                                  ? info_after->free - info_before->free
+                                  : info_before->free - info_after->free;
+    const bool same = info_after->total == info_before->total && drift <= run.memory_slack();
+    if (!same) {
+      run.fail(str("get_memory_info() was ", describe(*info_before), " before and ",
+                   describe(*info_after), " after ", kCalls + 10,
+                   " initialize() calls; expected unchanged"));
+    }
+  }
+  if (host_only != nullptr) {
+    run.expect_eq(host_only->live_allocation_count(), tracked_before,
+                  str("HostOnlyCUDAMemoryManager::live_allocation_count() after ", kCalls + 10,
+                      " initialize() calls"));
+  }
+  // A pool that reset itself in initialize() would hand the live blocks out again.
+  for (int i = 0; i < 8; ++i) {
+    for (const std::size_t size : {std::size_t{1}, std::size_t{4096}, MiB + 3}) {
+      auto fresh = allocate(run, context, size, "after the initialize() calls");
+      for (const Held& h : held) {
+        if (overlap(fresh->device_pointer(), size, h.memory->device_pointer(), h.size)) {
+          run.fail(str("a new memalloc(", size, ") at ", hex(fresh->device_pointer()),
+                       " overlaps the live memalloc(", h.size, ") at ",
+                       hex(h.memory->device_pointer()),
+                       ": initialize() reset the plugin's state and reused live memory"));
+        }
+      }
+    }
+  }
+  run.record("initialize_calls", static_cast<std::size_t>(kCalls + 10));
+}
+
+// LIFE-4: construction while no context is current; the CUDA work then happens in initialize().
+void check_life_4(ClauseRun& run) {
+  BareContext bare(run);  // fails with the constructor's exception if it needed a context
+  try {
+    bare.context().prepare_for_use();
+  } catch (...) {
+    run.fail("initialize() after a construction without a current context threw " +
+             describe_current_exception());
+  }
+  auto memory = allocate(run, bare.context(), 4096, "after construction without a context");
+  expect_read_write(run, memory->device_pointer(), 4096, 401, "memalloc(4096)");
+  memory.reset();
+  try {
+    bare.context().reset();
+  } catch (...) {
+    run.fail("reset() threw " + describe_current_exception());
+  }
+}
+
+// LIFE-5: reset() as the very first call.
+void check_life_5(ClauseRun& run) {
+  BareContext bare(run);
+  bare.context().make_current();
+  BaseCUDAMemoryManager& manager = bare.manager();
+  try {
+    manager.reset();
+  } catch (...) {
+    run.fail("reset() as the very first call (before initialize()) threw " +
+             describe_current_exception() + "; NBEP 7: reset() may come before initialize()");
+  }
+  try {
+    manager.initialize();
+  } catch (...) {
+    run.fail("initialize() after a first reset() threw " + describe_current_exception());
+  }
+  auto memory = allocate(run, manager, 4096, "after reset() then initialize()");
+  expect_read_write(run, memory->device_pointer(), 4096, 501, "memalloc(4096)");
+  auto bigger = allocate(run, manager, MiB + 3, "after reset() then initialize()");
+  expect_read_write(run, bigger->device_pointer(), MiB + 3, 502, "memalloc(1 MiB + 3)");
+}
+
+// LIFE-6: memalloc works after reset(), with and without a new initialize().
+void check_life_6(ClauseRun& run) {
+  Context& context = run.context();
+  BaseCUDAMemoryManager& manager = context.memory_manager();
+  auto before = allocate(run, context, 64 * KiB, "before reset()");
+  try {
+    context.reset();
+  } catch (...) {
+    run.fail("Context::reset() (which calls the plugin's reset()) threw " +
+             describe_current_exception());
+  }
+  auto after = allocate(run, manager, 4096, "right after reset(), without initialize()");
+  expect_read_write(run, after->device_pointer(), 4096, 601, "memalloc(4096) after reset()");
+  auto via_host = allocate(run, context, MiB + 3, "through the context after reset()");
+  expect_read_write(run, via_host->device_pointer(), MiB + 3, 602,
+                    "memalloc(1 MiB + 3) after reset()");
+  try {
+    manager.reset();
+    manager.initialize();
+  } catch (...) {
+    run.fail("reset() then initialize() threw " + describe_current_exception());
+  }
+  auto again = allocate(run, manager, 8192, "after reset() and a new initialize()");
+  expect_read_write(run, again->device_pointer(), 8192, 603,
+                    "memalloc(8192) after re-initialize()");
+  before.reset();  // late release (LIFE-8 checks its finalizer in detail)
+}
+
+// LIFE-7: after reset() and the caller's release, used memory is back at the baseline.
+void check_life_7(ClauseRun& run) {
+  const std::size_t baseline = run.device_bytes_in_use();  // before the plugin exists
+  FakeDriver* fake = run.fake();
+  const std::size_t host_baseline = fake != nullptr ? fake->host_allocation_count() : 0;
+  const std::size_t pinned_baseline = fake != nullptr ? fake->host_registration_count() : 0;
+
+  Context& context = run.context();
+  std::vector<std::shared_ptr<MemoryPointer>> device;
+  std::size_t requested = 0;
+  for (const std::size_t size : {std::size_t{1}, std::size_t{4096}, MiB + 3, 16 * MiB}) {
+    device.push_back(allocate(run, context, size));
+    requested += size;
+  }
+  for (int i = 0; i < 16; ++i) {
+    device.push_back(allocate(run, context, 64 * KiB));
+    requested += 64 * KiB;
+  }
+  HostSet host = allocate_host_set(run, context);
+  // Some released before the reset: their frees may be pending in a queue.
+  for (int i = 0; i < 6; ++i) device.pop_back();
+  try {
+    context.reset();
+  } catch (...) {
+    run.fail("Context::reset() (which calls the plugin's reset()) threw " +
+             describe_current_exception());
+  }
+  device.clear();
+  host.allocations.clear();
+  const std::size_t in_use = run.device_bytes_in_use();
+  if (in_use > baseline + run.memory_slack()) {
+    run.fail(str("after reset() and releasing every pointer, ", in_use - baseline,
+                 " bytes of device memory are still in use above the baseline of ", baseline,
+                 " measured before the plugin existed (", requested,
+                 " bytes were requested); reset() must release everything the plugin "
+                 "allocated in the context (pools: their slabs too)"));
+  }
+  if (fake != nullptr) {
+    run.expect_eq(fake->host_allocation_count(), host_baseline,
+                  "live cuMemHostAlloc blocks after reset() and releasing every pointer");
+    run.expect_eq(fake->host_registration_count(), pinned_baseline,
+                  "live cuMemHostRegister ranges after reset() and releasing every pointer");
+  }
+  run.record("bytes_requested", requested);
+}
+
+// LIFE-8: pointers released after reset() and after the context is gone run their finalizers
+// without throwing and without double frees.
+void check_life_8(ClauseRun& run) {
+  Diagnostics::Capture capture;
+  FakeDriver* fake = run.fake();
+  const std::size_t invalid_before = fake != nullptr ? fake->invalid_frees() : 0;
+
+  auto allocate_set = [&run](Context& context) {
+    std::vector<std::shared_ptr<MemoryPointer>> set;
+    for (const std::size_t size : {std::size_t{256}, std::size_t{4096}, 64 * KiB, MiB + 3}) {
+      auto memory = allocate(run, context, size);
+      set.push_back(memory->view(1));
+      set.push_back(memory->own());
+      set.push_back(std::move(memory));
+    }
+    return set;
+  };
+
+  // After reset(): the context and the plugin are still alive.
+  {
+    Context& context = run.context();
+    auto set = allocate_set(context);
+    HostSet host = allocate_host_set(run, context);
+    try {
+      context.reset();
+    } catch (...) {
+      run.fail("Context::reset() threw " + describe_current_exception());
+    }
+    set.clear();
+    host.allocations.clear();
+    expect_no_ignored_exceptions(run, capture, "when pointers were released after reset()");
+  }
+  // After close(): the context and the plugin instance are destroyed first.
+  {
+    auto set = allocate_set(run.context());
+    HostSet host = allocate_host_set(run, run.context());
+    try {
+      run.drop_runtime();
+    } catch (...) {
+      run.fail("Runtime::close() (reset() and destruction of the plugin) threw " +
+               describe_current_exception());
+    }
+    set.clear();
+    host.allocations.clear();
+    expect_no_ignored_exceptions(run, capture,
+                                 "when pointers were released after the context was destroyed");
+  }
+  if (fake != nullptr && fake->invalid_frees() != invalid_before) {
+    run.fail(
+        str("late finalizers freed memory that was not allocated any more: the fake driver "
+            "counted ",
+            fake->invalid_frees() - invalid_before,
+            " invalid free(s) (double free after reset() or close())"));
+  }
+}
+
+}  // namespace
+
+void register_life_checks(CheckRegistry& registry) {
+  registry.add("LIFE-2", check_life_2);
+  registry.add("LIFE-4", check_life_4);
+  registry.add("LIFE-5", check_life_5);
+  registry.add("LIFE-6", check_life_6);
+  registry.add("LIFE-7", check_life_7);
+  registry.add("LIFE-8", check_life_8);
+}
+
+}  // namespace emm::conformance::checks

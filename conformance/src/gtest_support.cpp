@@ -1,0 +1,54 @@
+// The GoogleTest flavour's glue (emm_conformance_gtest): how a ClauseResult becomes a
+// GoogleTest outcome, and REG-2's StrictMock driver.
+#include <gmock/gmock.h>
+
+#include <iostream>
+
+#include "emm/conformance/gtest.hpp"
+#include "emm/conformance/run_clause.hpp"
+#include "emm/mocks/mock_driver.hpp"
+
+namespace emm::conformance::gtest_detail {
+
+RunOptions run_options() {
+  RunOptions options;
+  options.make_probe_driver = [] {
+    // No expectations: GoogleMock fails the test on any call (spec REG-2).
+    auto mock = std::make_shared<::testing::StrictMock<MockDriver>>();
+    return ProbeDriver{mock, [] { return std::string(); }};
+  };
+  return options;
+}
+
+void run_clause_test(const PluginSubject& subject, const char* clause_id, Backend backend) {
+  ::testing::Test::RecordProperty("clause", clause_id);
+  // Failures GoogleMock reports during the run (REG-2's StrictMock) carry the clause id too.
+  SCOPED_TRACE(std::string("[") + clause_id + "] " + subject.name + " on " +
+               std::string(to_string(backend)));
+  const ClauseResult result = run_clause(subject, clause_id, backend, run_options());
+  ::testing::Test::RecordProperty("outcome", std::string(to_string(result.outcome)));
+  ::testing::Test::RecordProperty("level", std::string(to_string(result.level)));
+  for (const auto& [key, value] : result.properties) {
+    ::testing::Test::RecordProperty("emm." + key, value);
+  }
+  switch (result.outcome) {
+    case Outcome::pass:
+      if (!result.message.empty()) std::cout << "[ NOTE     ] " << result.message << "\n";
+      return;
+    case Outcome::not_supported:
+      GTEST_SKIP() << result.message;
+    case Outcome::fail:
+    case Outcome::crash:
+    case Outcome::timeout:
+      if (result.level != Level::must) {
+        // SHOULD clauses warn and INFO clauses measure: neither decides the verdict (spec §3).
+        ::testing::Test::RecordProperty("warning", result.message);
+        std::cout << "[ WARNING  ] (" << to_string(result.level) << ") " << result.message << "\n";
+        return;
+      }
+      ADD_FAILURE() << result.message;
+      return;
+  }
+}
+
+}  // namespace emm::conformance::gtest_detail

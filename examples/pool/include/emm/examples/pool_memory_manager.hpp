@@ -1,0 +1,87 @@
+// emm/examples/pool_memory_manager.hpp — PoolMemoryManager: a sub-allocating device pool plugin.
+//
+// Device memory comes from cuMemAlloc in slabs (2 MiB by default; a request larger than that
+// gets a slab of its own, rounded up to a multiple of 2 MiB) and is handed out in blocks by a
+// SlabAllocator: every block is 256-byte aligned like cuMemAlloc's (ALLOC-11), free blocks
+// coalesce at once, and an empty slab goes back to the driver unless it is the one empty
+// standard slab the pool keeps for reuse (Options::retained_empty_slabs).
+//
+//   emm::Runtime runtime(driver);
+//   runtime.set_memory_manager<emm::examples::PoolMemoryManager>();
+//   auto p = runtime.get_context().memalloc(1000);   // a block in a 2 MiB slab
+//
+// The EMM contract, clause by clause:
+//  * memalloc returns a plain MemoryPointer (refct 1) whose finalizer returns the block; the
+//    finalizer holds only a weak reference to the pool state and the state's generation, so a
+//    pointer released after reset() or after the plugin is gone does nothing (LIFE-8).
+//  * get_memory_info (pool level, INFO-1): total = the device's total memory; free = the
+//    device's free memory + the bytes the pool holds but has not handed out. Allocating n bytes
+//    lowers free by n rounded up to 256, whether or not a new slab was needed.
+//  * get_ipc_handle (IPC-1/2): the handle of the view's slab (cuIpcGetMemHandle of the slab
+//    base), offset = view pointer - slab base, size = view size, source_info = the device.
+//  * defer_cleanup holds HostOnlyCUDAMemoryManager's guard (DEFER-3) and, while any guard is
+//    alive, keeps every slab that becomes empty; when the last guard ends, empty slabs beyond
+//    the retained one go back to the driver.
+//  * reset() releases every slab, in use or not (LIFE-7); initialize() only calls the parent,
+//    so it is idempotent (LIFE-2); the constructor makes no driver call (REG-2, LIFE-4).
+//  * Out of memory: the driver's CudaDriverError(CUDA_ERROR_OUT_OF_MEMORY) reaches the caller
+//    after the pool has given back its empty slabs and retried once (ALLOC-3).
+//
+// Thread-safety: every member may be called concurrently; one mutex guards the pool state and
+// cuMemAlloc runs outside it. Host allocations (memhostalloc, mempin) are the parent's.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "emm/host_only_memory_manager.hpp"
+
+namespace emm::examples {
+
+namespace detail {
+struct PoolState;
+}
+
+// A snapshot of the pool, for tests, statistics and the README.
+struct PoolStatistics {
+  std::size_t slab_count = 0;
+  std::size_t slab_bytes = 0;       // held from the driver
+  std::size_t allocated_bytes = 0;  // handed out (block sizes, rounded to 256)
+  std::size_t allocated_blocks = 0;
+  std::size_t free_blocks = 0;  // free blocks in the size-class lists
+  std::size_t largest_free_block = 0;
+  int defer_depth = 0;  // live defer_cleanup guards
+};
+
+class PoolMemoryManager : public HostOnlyCUDAMemoryManager {
+ public:
+  struct Options {
+    // Size of a standard slab. Requests up to this size are sub-allocated from standard slabs;
+    // larger ones get a slab of their own of round_up(size, slab_size) bytes.
+    std::size_t slab_size = std::size_t{2} << 20;
+    // Empty standard slabs kept instead of returned to the driver (outside defer_cleanup), so a
+    // lone alloc/free pair does not call cuMemAlloc/cuMemFree every time.
+    std::size_t retained_empty_slabs = 1;
+  };
+
+  explicit PoolMemoryManager(Context* context);
+  PoolMemoryManager(Context* context, Options options);
+  ~PoolMemoryManager() override;  // gives back every slab still held
+
+  std::shared_ptr<MemoryPointer> memalloc(std::size_t size) override;
+  void initialize() override;
+  IpcHandle get_ipc_handle(const std::shared_ptr<MemoryPointer>& memory) override;
+  MemoryInfo get_memory_info() override;
+  void reset() override;
+  CleanupGuard defer_cleanup() override;
+  int interface_version() const override { return kSupportedInterfaceVersion; }
+
+  const Options& options() const noexcept { return options_; }
+  PoolStatistics statistics() const;
+
+ private:
+  Options options_;
+  std::shared_ptr<detail::PoolState> pool_;
+};
+
+}  // namespace emm::examples

@@ -1,0 +1,404 @@
+// Unit tests of the pool example's internals: SlabAllocator on plain integers, and
+// PoolMemoryManager on the fake driver (slabs from cuMemAlloc, their return, defer_cleanup,
+// reset, IPC offsets, memory info). The EMM clauses themselves are certified by
+// conformance_test.cpp; the tests here that check one carry its id.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "emm/context.hpp"
+#include "emm/errors.hpp"
+#include "emm/examples/pool_memory_manager.hpp"
+#include "emm/examples/slab_allocator.hpp"
+#include "emm/mocks/fake_driver.hpp"
+#include "emm/runtime.hpp"
+
+namespace emm::examples {
+namespace {
+
+constexpr std::size_t kKiB = 1024;
+constexpr std::size_t kMiB = 1024 * 1024;
+constexpr CUdeviceptr kBase = 0x10000000;
+
+using Block = SlabAllocator::Block;
+
+// Expects `statement` to throw exactly `Type` with `message` in what().
+template <class Type, class F>
+void expect_throw_message(F&& statement, const std::string& message) {
+  try {
+    statement();
+    ADD_FAILURE() << "expected an exception containing \"" << message << "\"; nothing thrown";
+  } catch (const Type& error) {
+    EXPECT_NE(std::string(error.what()).find(message), std::string::npos)
+        << "message was: " << error.what();
+  }
+}
+
+// Every allocated block lies inside its slab and no two overlap.
+void expect_disjoint(const std::vector<Block*>& blocks) {
+  std::vector<std::pair<CUdeviceptr, CUdeviceptr>> ranges;
+  for (const Block* block : blocks) {
+    ASSERT_GE(block->address, block->slab->base);
+    ASSERT_LE(block->address + block->size, block->slab->base + block->slab->size);
+    ranges.emplace_back(block->address, block->address + block->size);
+  }
+  std::sort(ranges.begin(), ranges.end());
+  for (std::size_t i = 1; i < ranges.size(); ++i) {
+    ASSERT_LE(ranges[i - 1].second, ranges[i].first) << "blocks overlap";
+  }
+}
+
+// --- SlabAllocator -----------------------------------------------------------------------------
+
+TEST(SlabAllocator, ALLOC_11_EveryBlockIs256ByteAlignedAndRoundedUp) {
+  RecordProperty("clause", "ALLOC-11");
+  SlabAllocator slabs;
+  slabs.add_slab(kBase, 2 * kMiB);
+  for (std::size_t size : {1u, 8u, 255u, 256u, 257u, 1000u, 4096u, 4099u}) {
+    Block* block = slabs.allocate(size);
+    ASSERT_NE(block, nullptr) << size;
+    EXPECT_EQ(block->address % 256, 0u) << size;
+    EXPECT_EQ(block->size, SlabAllocator::round_up(size)) << size;
+  }
+}
+
+TEST(SlabAllocator, BlocksAreCarvedInAddressOrderFromOneSlab) {
+  SlabAllocator slabs;
+  slabs.add_slab(kBase, 2 * kMiB);
+  Block* a = slabs.allocate(256);
+  Block* b = slabs.allocate(512);
+  EXPECT_EQ(a->address, kBase);
+  EXPECT_EQ(b->address, kBase + 256);
+  EXPECT_EQ(slabs.allocated_bytes(), 768u);
+  EXPECT_EQ(slabs.free_bytes(), 2 * kMiB - 768);
+  EXPECT_EQ(slabs.free_block_count(), 1u);
+}
+
+TEST(SlabAllocator, FreedNeighboursCoalesceIntoOneBlock) {
+  SlabAllocator slabs;
+  SlabAllocator::Slab* slab = slabs.add_slab(kBase, 2 * kMiB);
+  Block* a = slabs.allocate(4 * kKiB);
+  Block* b = slabs.allocate(4 * kKiB);
+  Block* c = slabs.allocate(4 * kKiB);
+  Block* d = slabs.allocate(4 * kKiB);  // keeps the slab non-empty
+  EXPECT_EQ(slabs.free(a), nullptr);
+  EXPECT_EQ(slabs.free(c), nullptr);
+  EXPECT_EQ(slabs.free_block_count(), 3u);  // a, c, and the tail
+  EXPECT_EQ(slabs.free(b), nullptr);        // a + b + c merge
+  EXPECT_EQ(slabs.free_block_count(), 2u);
+  EXPECT_EQ(slabs.largest_free_block(), 2 * kMiB - 16 * kKiB);
+  Block* merged = slabs.allocate(12 * kKiB);  // the merged hole is reused in one piece
+  EXPECT_EQ(merged->address, kBase);
+  slabs.free(merged);
+  EXPECT_EQ(slabs.free(d), slab);  // d merges with both sides: the slab is empty
+  EXPECT_EQ(slabs.free_block_count(), 1u);
+  EXPECT_EQ(slabs.largest_free_block(), 2 * kMiB);
+  EXPECT_EQ(slabs.empty_slab_count(), 1u);
+}
+
+TEST(SlabAllocator, RequestTakesTheSmallestSizeClassThatFits) {
+  SlabAllocator slabs;
+  slabs.add_slab(kBase, 2 * kMiB);
+  // Holes of 64 KiB (first) and 1 KiB (later), each fenced by blocks in use.
+  Block* big_hole = slabs.allocate(64 * kKiB);
+  slabs.allocate(256);
+  Block* small_hole = slabs.allocate(1 * kKiB);
+  slabs.allocate(256);
+  const CUdeviceptr small_address = small_hole->address;
+  const CUdeviceptr big_address = big_hole->address;
+  slabs.free(big_hole);
+  slabs.free(small_hole);
+  EXPECT_EQ(slabs.allocate(1 * kKiB)->address, small_address);  // not the 64 KiB hole
+  EXPECT_EQ(slabs.allocate(40 * kKiB)->address, big_address);   // not the slab's tail
+}
+
+TEST(SlabAllocator, ReturnsNullWhenNothingFitsAndFindsSlabs) {
+  SlabAllocator slabs;
+  slabs.add_slab(kBase, 1 * kMiB);
+  slabs.add_slab(kBase + 4 * kMiB, 1 * kMiB);
+  EXPECT_EQ(slabs.allocate(1 * kMiB + 1), nullptr);
+  EXPECT_NE(slabs.allocate(1 * kMiB), nullptr);
+  EXPECT_EQ(slabs.find_slab(kBase - 1), nullptr);
+  EXPECT_EQ(slabs.find_slab(kBase)->base, kBase);
+  EXPECT_EQ(slabs.find_slab(kBase + kMiB - 1)->base, kBase);
+  EXPECT_EQ(slabs.find_slab(kBase + kMiB), nullptr);
+  EXPECT_EQ(slabs.find_slab(kBase + 5 * kMiB - 1)->base, kBase + 4 * kMiB);
+}
+
+TEST(SlabAllocator, EmptySlabCanBeRemovedAndClearForgetsAll) {
+  SlabAllocator slabs;
+  SlabAllocator::Slab* first = slabs.add_slab(kBase, 2 * kMiB);
+  slabs.add_slab(kBase + 2 * kMiB, 2 * kMiB);
+  EXPECT_EQ(slabs.empty_slab_count(), 2u);
+  Block* block = slabs.allocate_from(first, 300);
+  EXPECT_EQ(block->slab, first);
+  EXPECT_EQ(slabs.empty_slab_count(), 1u);
+  ASSERT_EQ(slabs.free(block), first);
+  slabs.remove_slab(first);
+  EXPECT_EQ(slabs.slab_count(), 1u);
+  EXPECT_EQ(slabs.slab_bytes(), 2 * kMiB);
+  slabs.allocate(1000);
+  slabs.clear();
+  EXPECT_EQ(slabs.slab_count(), 0u);
+  EXPECT_EQ(slabs.allocated_bytes(), 0u);
+  EXPECT_EQ(slabs.free_block_count(), 0u);
+  EXPECT_EQ(slabs.allocate(256), nullptr);
+}
+
+TEST(SlabAllocator, ALLOC_2_RandomTrafficNeverOverlapsAndCountsAddUp) {
+  RecordProperty("clause", "ALLOC-2");
+  SlabAllocator slabs;
+  for (int i = 0; i < 4; ++i) slabs.add_slab(kBase + i * 8 * kMiB, 4 * kMiB);
+  std::mt19937 random(7);
+  std::vector<Block*> live;
+  for (int step = 0; step < 5000; ++step) {
+    if (live.empty() || random() % 3 != 0) {
+      Block* block = slabs.allocate(1 + random() % (64 * kKiB));
+      if (block != nullptr) live.push_back(block);
+    } else {
+      const std::size_t index = random() % live.size();
+      slabs.free(live[index]);
+      live.erase(live.begin() + static_cast<std::ptrdiff_t>(index));
+    }
+  }
+  expect_disjoint(live);
+  std::size_t bytes = 0;
+  for (const Block* block : live) bytes += block->size;
+  EXPECT_EQ(slabs.allocated_bytes(), bytes);
+  EXPECT_EQ(slabs.allocated_blocks(), live.size());
+  for (Block* block : live) slabs.free(block);
+  EXPECT_EQ(slabs.empty_slab_count(), 4u);
+  EXPECT_EQ(slabs.free_block_count(), 4u);  // every slab coalesced back to one block
+}
+
+// --- PoolMemoryManager on the fake driver ------------------------------------------------------
+
+class PoolTest : public ::testing::Test {
+ protected:
+  explicit PoolTest(FakeDeviceConfig device = {})
+      : driver_(std::make_shared<FakeDriver>(FakeSystemConfig{{device}})),
+        runtime_(driver_, RuntimeOptions{[](const char*) -> std::optional<std::string> {
+                   return std::nullopt;  // ignore EMM_CUDA_MEMORY_MANAGER in the environment
+                 }}) {
+    runtime_.set_memory_manager<PoolMemoryManager>();
+    context_ = &runtime_.get_context(0);
+  }
+
+  PoolMemoryManager& pool() { return dynamic_cast<PoolMemoryManager&>(context_->memory_manager()); }
+  std::size_t allocs() const { return driver_->call_count(DriverCall::cuMemAlloc); }
+  std::size_t frees() const { return driver_->call_count(DriverCall::cuMemFree); }
+
+  std::shared_ptr<FakeDriver> driver_;
+  Runtime runtime_;
+  Context* context_ = nullptr;
+};
+
+TEST_F(PoolTest, SmallRequestsShareOneTwoMiBSlab) {
+  std::vector<std::shared_ptr<MemoryPointer>> pointers;
+  for (int i = 0; i < 100; ++i) pointers.push_back(context_->memalloc(1000));
+  EXPECT_EQ(allocs(), 1u);
+  EXPECT_EQ(driver_->device_bytes_in_use(), 2 * kMiB);
+  const PoolStatistics stats = pool().statistics();
+  EXPECT_EQ(stats.slab_count, 1u);
+  EXPECT_EQ(stats.allocated_blocks, 100u);
+  EXPECT_EQ(stats.allocated_bytes, 100 * 1024u);  // 1000 rounded up to 256
+  for (const auto& p : pointers) {
+    EXPECT_EQ(p->size(), 1000u);
+    EXPECT_EQ(p->refct(), 1);
+  }
+}
+
+TEST_F(PoolTest, LargeRequestGetsItsOwnSlabWhichGoesBackWhenFreed) {
+  auto small = context_->memalloc(256);
+  auto large = context_->memalloc(5 * kMiB);
+  EXPECT_EQ(allocs(), 2u);
+  EXPECT_EQ(pool().statistics().slab_bytes, 2 * kMiB + 6 * kMiB);  // rounded to 2 MiB
+  large.reset();
+  EXPECT_EQ(frees(), 1u);
+  EXPECT_EQ(driver_->device_bytes_in_use(), 2 * kMiB);
+}
+
+TEST_F(PoolTest, OneEmptyStandardSlabIsKeptTheNextGoesBack) {
+  auto a = context_->memalloc(1536 * kKiB);
+  auto b = context_->memalloc(1536 * kKiB);  // does not fit beside a: a second slab
+  ASSERT_EQ(allocs(), 2u);
+  a.reset();
+  EXPECT_EQ(frees(), 0u);  // kept for reuse
+  b.reset();
+  EXPECT_EQ(frees(), 1u);  // a second empty slab is one too many
+  EXPECT_EQ(pool().statistics().slab_count, 1u);
+  auto c = context_->memalloc(4096);  // served from the kept slab
+  EXPECT_EQ(allocs(), 2u);
+}
+
+TEST_F(PoolTest, DEFER_2_EmptySlabsAreHeldWhileAGuardLivesAndReleasedAfter) {
+  RecordProperty("clause", "DEFER-2");
+  auto large = context_->memalloc(8 * kMiB);
+  {
+    CleanupGuard outer = context_->defer_cleanup();
+    EXPECT_EQ(pool().statistics().defer_depth, 1);
+    CleanupGuard inner = context_->defer_cleanup();
+    EXPECT_EQ(pool().statistics().defer_depth, 2);
+    large.reset();
+    EXPECT_EQ(frees(), 0u);
+    EXPECT_EQ(driver_->device_bytes_in_use(), 8 * kMiB);
+    inner.release();
+    EXPECT_EQ(frees(), 0u);  // the outer guard still holds it
+  }
+  EXPECT_EQ(pool().statistics().defer_depth, 0);
+  EXPECT_EQ(frees(), 1u);
+  EXPECT_EQ(driver_->device_bytes_in_use(), 0u);
+}
+
+TEST_F(PoolTest, DEFER_3_HoldsTheParentGuard) {
+  RecordProperty("clause", "DEFER-3");
+  CleanupGuard guard = pool().defer_cleanup();
+  EXPECT_TRUE(guard.holds_parent());
+  EXPECT_TRUE(pool().deallocations().is_disabled());
+  guard.release();
+  EXPECT_FALSE(pool().deallocations().is_disabled());
+}
+
+TEST_F(PoolTest, LIFE_7_ResetReleasesEverySlabAndLateFinalizersAreHarmless) {
+  RecordProperty("clause", "LIFE-7");
+  auto small = context_->memalloc(100);
+  auto view = small->view(10);
+  auto large = context_->memalloc(3 * kMiB);
+  context_->reset();
+  EXPECT_EQ(driver_->device_bytes_in_use(), 0u);
+  EXPECT_EQ(pool().statistics().slab_count, 0u);
+  auto fresh = context_->memalloc(100);  // LIFE-6: usable at once
+  view.reset();
+  small.reset();  // LIFE-8: must not give back a block of the new slab
+  large.reset();
+  EXPECT_EQ(driver_->invalid_frees(), 0u);
+  EXPECT_EQ(pool().statistics().allocated_blocks, 1u);
+  fresh.reset();
+  EXPECT_EQ(pool().statistics().allocated_blocks, 0u);
+}
+
+TEST_F(PoolTest, LIFE_8_PointerOutlivingTheRuntimeIsHarmless) {
+  RecordProperty("clause", "LIFE-8");
+  auto survivor = context_->memalloc(4096);
+  runtime_.close();
+  EXPECT_EQ(driver_->device_bytes_in_use(), 0u);
+  survivor.reset();
+  EXPECT_EQ(driver_->invalid_frees(), 0u);
+}
+
+TEST_F(PoolTest, IPC_2_BlocksOfOneSlabShareTheHandleWithTheirOffsets) {
+  RecordProperty("clause", "IPC-2");
+  auto first = context_->memalloc(1000);
+  auto second = context_->memalloc(3000);
+  const CUdeviceptr slab = first->device_pointer();
+  IpcHandle a = context_->get_ipc_handle(first);
+  IpcHandle b = context_->get_ipc_handle(second->view(5, 105));
+  EXPECT_EQ(std::memcmp(&a.handle(), &b.handle(), sizeof(CUipcMemHandle)), 0);
+  EXPECT_EQ(a.offset(), 0u);
+  EXPECT_EQ(a.size(), 1000u);
+  EXPECT_EQ(b.offset(), second->device_pointer() + 5 - slab);
+  EXPECT_EQ(b.size(), 100u);
+  ASSERT_TRUE(b.source_info().has_value());
+  EXPECT_EQ(*b.source_info(), context_->device_identity());
+
+  // Another simulated process reads exactly the bytes of the exported view.
+  std::vector<unsigned char> bytes(3000);
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<unsigned char>(i * 7);
+  driver_->memcpy_htod(second->device_pointer(), bytes.data(), bytes.size());
+  Runtime importer(driver_->spawn_process(),
+                   RuntimeOptions{[](const char*) -> std::optional<std::string> { return {}; }});
+  IpcHandle received = IpcHandle::deserialize(b.serialize());
+  auto opened = received.open(importer.get_context(0));
+  std::vector<unsigned char> read(100);
+  importer.driver().memcpy_dtoh(read.data(), opened->device_pointer(), read.size());
+  EXPECT_TRUE(std::equal(read.begin(), read.end(), bytes.begin() + 5));
+  received.close();
+}
+
+TEST_F(PoolTest, INFO_1_FreeDropsByTheRoundedSizeAndStaysBelowTotal) {
+  RecordProperty("clause", "INFO-1");
+  const MemoryInfo before = context_->get_memory_info();
+  auto first = context_->memalloc(1000);  // a new slab: device free drops by 2 MiB
+  const MemoryInfo one = context_->get_memory_info();
+  auto second = context_->memalloc(5000);  // inside it: only the pool's free bytes drop
+  const MemoryInfo two = context_->get_memory_info();
+  EXPECT_EQ(before.free - one.free, 1024u);
+  EXPECT_EQ(one.free - two.free, 5120u);
+  EXPECT_LE(two.free, two.total);
+  EXPECT_EQ(two.total, 4 * 1024 * kMiB);
+  second.reset();
+  EXPECT_EQ(context_->get_memory_info().free, one.free);
+}
+
+TEST_F(PoolTest, ALLOC_3_OutOfMemoryIsTheDriversErrorAndThePoolStaysUsable) {
+  RecordProperty("clause", "ALLOC-3");
+  auto keep = context_->memalloc(256);
+  try {
+    context_->memalloc(std::size_t{1} << 50);
+    ADD_FAILURE() << "1 PiB was allocated";
+  } catch (const CudaDriverError& error) {
+    EXPECT_EQ(error.code(), CUDA_ERROR_OUT_OF_MEMORY);
+  }
+  expect_throw_message<CudaDriverError>([&] { context_->memalloc(~std::size_t{0}); },
+                                        "CUDA_ERROR_OUT_OF_MEMORY");
+  EXPECT_EQ(driver_->device_bytes_in_use(), 2 * kMiB);
+  EXPECT_NE(context_->memalloc(4096), nullptr);
+}
+
+class SmallDevicePoolTest : public PoolTest {
+ protected:
+  SmallDevicePoolTest() : PoolTest(FakeDeviceConfig{.capacity = 5 * kMiB}) {}
+};
+
+TEST_F(SmallDevicePoolTest, OutOfMemoryGivesBackKeptSlabsAndRetriesWithTheExactSize) {
+  context_->memalloc(1 * kMiB).reset();  // leaves one empty 2 MiB slab kept
+  ASSERT_EQ(driver_->device_bytes_in_use(), 2 * kMiB);
+  // 4 MiB slab > 3 MiB free: give the kept slab back, then ask for exactly 3 MiB + 256.
+  auto large = context_->memalloc(3 * kMiB + 1);
+  EXPECT_EQ(driver_->device_bytes_in_use(), 3 * kMiB + 256);
+  EXPECT_EQ(pool().statistics().slab_count, 1u);
+}
+
+TEST_F(PoolTest, ALLOC_10_ConcurrentTrafficLosesNothing) {
+  RecordProperty("clause", "ALLOC-10");
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      context_->make_current();
+      std::mt19937 random(static_cast<unsigned>(t));
+      std::vector<std::shared_ptr<MemoryPointer>> live;
+      for (int i = 0; i < 1500; ++i) {
+        if (live.size() < 20 && random() % 2 == 0) {
+          live.push_back(context_->memalloc(1 + random() % (300 * kKiB)));
+        } else if (!live.empty()) {
+          live.erase(live.begin() + static_cast<std::ptrdiff_t>(random() % live.size()));
+        }
+      }
+      for (const auto& p : live) {
+        if (p->device_pointer() % 256 != 0) ++failures;
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0);
+  const PoolStatistics stats = pool().statistics();
+  EXPECT_EQ(stats.allocated_blocks, 0u);
+  EXPECT_LE(stats.slab_count, 1u);  // at most the kept empty slab
+  EXPECT_EQ(driver_->invalid_frees(), 0u);
+}
+
+TEST(PoolOptions, RejectsASlabSizeThatIsNotAMultipleOf256) {
+  expect_throw_message<InvalidArgumentError>(
+      [] { PoolMemoryManager(nullptr, PoolMemoryManager::Options{.slab_size = 1000}); },
+      "slab_size must be a non-zero multiple of 256 bytes, not 1000");
+}
+
+}  // namespace
+}  // namespace emm::examples

@@ -1,0 +1,177 @@
+// emm/mocks/fake_driver.hpp — FakeDriver: a deterministic simulated CUDA driver.
+//
+// Runs the whole EMM system, and every conformance clause, on a machine with no GPU:
+//
+//   auto driver = std::make_shared<emm::FakeDriver>();           // one device, 4 GiB
+//   emm::Runtime runtime(driver);
+//   auto p = runtime.get_context().memalloc(4096);
+//   driver->device_bytes_in_use();                               // what is allocated now
+//   driver->fail_call(emm::DriverCall::cuMemAlloc, CUDA_ERROR_OUT_OF_MEMORY);  // next call fails
+//   auto other = driver->spawn_process();                        // second process, same devices
+//
+// Behaviour follows the CUDA driver API, including its errors: calls that need a context throw
+// CUDA_ERROR_INVALID_CONTEXT when none is current; freeing an address that is not a live
+// allocation throws CUDA_ERROR_INVALID_VALUE (and is counted by invalid_frees()); pinning a
+// page already pinned throws CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED; an allocation beyond
+// the device's free memory throws CUDA_ERROR_OUT_OF_MEMORY; cuIpcGetMemHandle of an interior
+// pointer returns its block's handle; cuIpcOpenMemHandle in the exporting process throws
+// CUDA_ERROR_INVALID_CONTEXT; opening the same handle twice in one process throws
+// CUDA_ERROR_ALREADY_MAPPED. cuDevicePrimaryCtxReset frees this process's memory on that device.
+//
+// The simulation, in more detail (error codes as the real driver answered them in a probe on
+// an H100, CUDA 13.0):
+//   * Device memory is host memory behind simulated addresses: device d's allocations live in
+//     [2^57 + d * 2^40, +2^40), first-fit, aligned to FakeDeviceConfig::alignment, and a freed
+//     range is handed out again. Large blocks are lazily backed, so 64 MiB costs nothing until
+//     written. cuMemGetInfo: free = capacity - FakeSystem::bytes_in_use(device).
+//   * cuMemAlloc(0) -> CUDA_ERROR_INVALID_VALUE; cuMemFree(0) succeeds and does nothing;
+//     freeing an interior pointer, an IPC mapping or a dead pointer -> CUDA_ERROR_INVALID_VALUE.
+//     cuMemFree and cuMemFreeAsync accept each other's allocations (as the real driver does).
+//   * cuMemGetAddressRange: the whole allocation, IPC mapping or mapped host range holding the
+//     address; anything else (one past the end too) -> CUDA_ERROR_NOT_FOUND.
+//   * Copies and memsets must lie inside one allocation, IPC mapping or mapped host range of
+//     this process, else CUDA_ERROR_INVALID_VALUE (counted by invalid_accesses()); a copy of
+//     0 bytes touches nothing and succeeds.
+//   * Mapped host memory: the device address is the host address (UVA). Stricter than a UVA
+//     driver, cuMemHostGetDevicePointer insists that the memory was allocated with
+//     CU_MEMHOSTALLOC_DEVICEMAP or registered with CU_MEMHOSTREGISTER_DEVICEMAP (so a plugin
+//     that forgets the flag is caught); on a device without CAN_MAP_HOST_MEMORY those flags
+//     throw CUDA_ERROR_NOT_SUPPORTED. cuMemHostAlloc(0) succeeds, as on the real driver.
+//   * cuMemHostRegister decides overlap on bytes (two registrations of disjoint bytes of one
+//     page both succeed); cuMemHostUnregister of an address inside a registration ->
+//     CUDA_ERROR_INVALID_VALUE, of an address in none -> CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED.
+//   * IPC: a handle names the system, device and block; garbage bytes, another system's handle
+//     or a handle of a block its exporter freed -> CUDA_ERROR_INVALID_VALUE. An exporter that
+//     frees a block others have mapped keeps it alive (and counted) until the last mapping
+//     closes. Pool and managed memory cannot be exported (CUDA_ERROR_INVALID_VALUE). Opening on
+//     another device needs FakeSystemConfig::peer_access, else CUDA_ERROR_PEER_ACCESS_UNSUPPORTED.
+//     The real driver (CUDA 13) reference-counts a second open in one process and returns the
+//     same address; the fake answers CUDA_ERROR_ALREADY_MAPPED, so double opens are visible.
+//   * Frees, unregisters, closes and destroys need no current context (as on the real driver);
+//     allocations, copies, queries and creates do (CUDA_ERROR_INVALID_CONTEXT).
+//   * Primary contexts: retain/release count per process and device; a release beyond the
+//     retains -> CUDA_ERROR_INVALID_CONTEXT. Unlike the real driver, a release to 0 frees
+//     nothing and the context stays usable after cuDevicePrimaryCtxReset (the real driver
+//     answers CUDA_ERROR_CONTEXT_IS_DESTROYED until it is retained again), so a plugin's leaks
+//     stay visible after its runtime closes.
+//   * Device attributes: PCI ids from FakeDeviceConfig::identity, CAN_MAP_HOST_MEMORY from the
+//     config, compute capability 9.0, 132 multiprocessors, warp 32, 1024 threads per block,
+//     texture alignment = the device alignment, unified addressing / managed memory / memory
+//     pools / IPC events / concurrent kernels 1; every other valid attribute reads 0; an
+//     unknown one -> CUDA_ERROR_INVALID_VALUE, an unknown device -> CUDA_ERROR_INVALID_DEVICE.
+//   * Streams, events, modules and pools are handles that are never reused; destroying an
+//     unknown one -> CUDA_ERROR_INVALID_HANDLE (counted by invalid_frees()). cuModuleLoadData
+//     accepts any non-null image. Pools hand out device memory of their device at once.
+//
+// Thread-safety: all members are safe to call concurrently (one internal mutex per system).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "emm/driver.hpp"
+#include "emm/mocks/fake_system.hpp"
+
+namespace emm {
+
+class FakeDriver : public Driver, public std::enable_shared_from_this<FakeDriver> {
+ public:
+  // One process over `system` (a one-device system by default).
+  explicit FakeDriver(std::shared_ptr<FakeSystem> system = std::make_shared<FakeSystem>());
+  explicit FakeDriver(FakeSystemConfig config);
+  ~FakeDriver() override;  // a process that ends releases everything it still holds
+
+  // Another simulated process over the same devices.
+  std::shared_ptr<FakeDriver> spawn_process() const;
+  const std::shared_ptr<FakeSystem>& system() const noexcept { return system_; }
+
+  // --- what this process holds now ---------------------------------------------------------
+  std::vector<AddressRange> live_allocations() const;  // cuMemAlloc/managed/pool blocks
+  std::size_t device_bytes_in_use() const;             // their sizes (unrounded), all devices
+  std::size_t host_allocation_count() const;           // live cuMemHostAlloc blocks
+  std::size_t host_registration_count() const;         // live cuMemHostRegister ranges
+  std::size_t ipc_mapping_count() const;               // open cuIpcOpenMemHandle mappings
+  std::size_t stream_count() const;
+  std::size_t event_count() const;
+  std::size_t module_count() const;
+  std::size_t pool_count() const;
+  // Frees/unregisters/closes of something not live (double free, wrong pointer), so far.
+  std::size_t invalid_frees() const;
+  // Copies/memsets that touched bytes outside any live allocation or mapping, so far.
+  std::size_t invalid_accesses() const;
+  // The flags a live cuMemHostAlloc block (by its start) was made with; nullopt if none.
+  std::optional<unsigned> host_allocation_flags(const void* pointer) const;
+  // The flags of a live cuMemHostRegister range (by its registered start); nullopt if none.
+  std::optional<unsigned> host_registration_flags(const void* pointer) const;
+  // This process's retains of `device`'s primary context not yet released.
+  int primary_ctx_retain_count(int device) const;
+
+  // --- call counting -------------------------------------------------------------------------
+  std::size_t call_count(DriverCall call) const;
+  void reset_call_counts();
+
+  // --- fault injection ----------------------------------------------------------------------
+  // The `nth` next call (1 = the very next) of `call` throws CudaDriverError(result), and so do
+  // the following `times - 1` calls. The call then has no effect.
+  void fail_call(DriverCall call, CUresult result, std::size_t nth = 1, std::size_t times = 1);
+  void clear_faults();
+
+  // --- Driver -------------------------------------------------------------------------------
+  std::string backend_name() const override { return "fake"; }
+  int driver_get_version() override;
+  int device_get_count() override;
+  int device_get_attribute(CUdevice_attribute attribute, int device) override;
+  std::string device_get_name(int device) override;
+  bool device_can_access_peer(int device, int peer) override;
+  CUcontext primary_ctx_retain(int device) override;
+  void primary_ctx_release(int device) override;
+  void primary_ctx_reset(int device) override;
+  CUcontext ctx_get_current() override;
+  void ctx_set_current(CUcontext context) override;
+  int ctx_get_device() override;
+  void ctx_synchronize() override;
+  CUdeviceptr mem_alloc(std::size_t bytesize) override;
+  void mem_free(CUdeviceptr pointer) override;
+  CUdeviceptr mem_alloc_managed(std::size_t bytesize, unsigned flags) override;
+  MemoryInfo mem_get_info() override;
+  AddressRange mem_get_address_range(CUdeviceptr pointer) override;
+  void* mem_host_alloc(std::size_t bytesize, unsigned flags) override;
+  void mem_free_host(void* pointer) override;
+  void mem_host_register(void* pointer, std::size_t bytesize, unsigned flags) override;
+  void mem_host_unregister(void* pointer) override;
+  CUdeviceptr mem_host_get_device_pointer(void* pointer, unsigned flags) override;
+  CUipcMemHandle ipc_get_mem_handle(CUdeviceptr pointer) override;
+  CUdeviceptr ipc_open_mem_handle(const CUipcMemHandle& handle, unsigned flags) override;
+  void ipc_close_mem_handle(CUdeviceptr pointer) override;
+  void memcpy_htod(CUdeviceptr dst, const void* src, std::size_t bytes) override;
+  void memcpy_dtoh(void* dst, CUdeviceptr src, std::size_t bytes) override;
+  void memcpy_dtod(CUdeviceptr dst, CUdeviceptr src, std::size_t bytes) override;
+  void memset_d8(CUdeviceptr dst, unsigned char value, std::size_t count) override;
+  CUstream stream_create(unsigned flags) override;
+  void stream_destroy(CUstream stream) override;
+  void stream_synchronize(CUstream stream) override;
+  CUevent event_create(unsigned flags) override;
+  void event_destroy(CUevent event) override;
+  void event_record(CUevent event, CUstream stream) override;
+  void event_synchronize(CUevent event) override;
+  CUmodule module_load_data(const void* image) override;
+  void module_unload(CUmodule module) override;
+  CUmemoryPool mem_pool_create(const CUmemPoolProps& props) override;
+  void mem_pool_destroy(CUmemoryPool pool) override;
+  void mem_pool_set_attribute(CUmemoryPool pool, CUmemPool_attribute attribute,
+                              void* value) override;
+  void mem_pool_trim_to(CUmemoryPool pool, std::size_t min_bytes_to_keep) override;
+  CUdeviceptr mem_alloc_from_pool_async(std::size_t bytesize, CUmemoryPool pool,
+                                        CUstream stream) override;
+  void mem_free_async(CUdeviceptr pointer, CUstream stream) override;
+
+  struct Process;  // this process's state (fake_driver.cpp)
+
+ private:
+  std::shared_ptr<FakeSystem> system_;
+  std::unique_ptr<Process> process_;
+};
+
+}  // namespace emm

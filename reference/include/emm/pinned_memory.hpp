@@ -1,0 +1,45 @@
+// emm/pinned_memory.hpp — page-locked host memory that is not mapped (NBEP 7 PinnedMemory).
+//
+// Not a MemoryPointer: it has no device pointer and no refct. Its finalizer runs exactly once,
+// when the last shared_ptr goes (or at free()). Thread-safety: as MemoryPointer.
+#pragma once
+
+#include "emm/memory_pointer.hpp"
+
+#include <atomic>
+#include <memory>
+
+namespace emm {
+
+class PinnedMemory : public std::enable_shared_from_this<PinnedMemory> {
+ public:
+  PinnedMemory(Context* context, void* host_pointer, std::size_t size,
+               std::shared_ptr<void> owned = nullptr, Finalizer finalizer = {});
+  ~PinnedMemory();
+  PinnedMemory(const PinnedMemory&) = delete;
+  PinnedMemory& operator=(const PinnedMemory&) = delete;
+
+  Context* context() const noexcept { return context_; }
+  void* host_pointer() const noexcept { return host_pointer_; }
+  std::size_t size() const noexcept { return size_; }
+  bool is_managed() const noexcept { return managed_; }
+  bool finalizer_alive() const noexcept;
+  const std::shared_ptr<void>& owned() const noexcept { return owned_; }
+  // NBEP 7: own() returns the pinned memory itself.
+  std::shared_ptr<PinnedMemory> own() { return shared_from_this(); }
+  // Runs the finalizer now; after it ran, throws PointerLifetimeError("Freeing dead memory").
+  void free();
+
+ private:
+  bool run_finalizer_once() noexcept;
+
+  Context* context_;
+  void* host_pointer_;
+  std::size_t size_;
+  std::shared_ptr<void> owned_;
+  Finalizer finalizer_;
+  bool managed_;
+  std::atomic<bool> finalized_{false};
+};
+
+}  // namespace emm

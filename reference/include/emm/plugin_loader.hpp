@@ -1,0 +1,37 @@
+// emm/plugin_loader.hpp — loads a plugin shared library (spec 2.7, REG-3, REG-6).
+//
+//   emm::LoadedPlugin plugin = emm::load_plugin("/path/libmy_plugin.so");
+//   runtime.set_memory_manager(plugin.factory());
+//
+// Every failure — no such file, not a library, no `emm_memory_manager_plugin` symbol, an ABI
+// version this kit does not know, a descriptor of the wrong size, a null factory — throws
+// PluginLoadError "Failed to use memory manager from <path>: <cause>".
+//
+// The library stays loaded for the life of the process: plugin code may still run from late
+// finalizers after every context is gone, so unloading it is never safe.
+#pragma once
+
+#include "emm/plugin_abi.hpp"
+
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace emm {
+
+class Context;
+using ManagerFactory = std::function<std::unique_ptr<BaseCUDAMemoryManager>(Context*)>;
+
+struct LoadedPlugin {
+  std::string path;
+  const PluginDescriptor* descriptor = nullptr;
+
+  const char* name() const noexcept { return descriptor->name; }
+  const Capabilities& capabilities() const noexcept { return descriptor->capabilities; }
+  // A factory whose instances are destroyed by the plugin's own `destroy`.
+  ManagerFactory factory() const;
+};
+
+LoadedPlugin load_plugin(const std::string& path);
+
+}  // namespace emm

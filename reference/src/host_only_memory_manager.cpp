@@ -1,0 +1,160 @@
+#include "emm/host_only_memory_manager.hpp"
+
+#include "emm/context.hpp"
+#include "emm/diagnostics.hpp"
+#include "emm/driver.hpp"
+#include "emm/errors.hpp"
+#include "emm/runtime.hpp"
+
+#include <exception>
+#include <vector>
+
+namespace emm {
+
+HostOnlyCUDAMemoryManager::HostOnlyCUDAMemoryManager(Context* context)
+    : BaseCUDAMemoryManager(context),
+      state_(std::make_shared<State>(context != nullptr ? context->runtime().dealloc_config()
+                                                        : DeallocConfig{})) {}
+
+HostOnlyCUDAMemoryManager::~HostOnlyCUDAMemoryManager() {
+  // Finalizers that run later find the state gone and do nothing: release everything now.
+  try {
+    release_all();
+  } catch (const std::exception& error) {
+    Diagnostics::ignored_exception("HostOnlyCUDAMemoryManager destructor", error.what());
+  }
+}
+
+PendingDeallocs& HostOnlyCUDAMemoryManager::deallocations() noexcept {
+  return state_->deallocations;
+}
+
+std::size_t HostOnlyCUDAMemoryManager::live_allocation_count() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->allocations.size();
+}
+
+void HostOnlyCUDAMemoryManager::track(std::uintptr_t key,
+                                      const std::shared_ptr<MemoryPointer>& memory) {
+  std::lock_guard lock(state_->mutex);
+  state_->allocations[key] = State::Tracked{memory, {}};
+}
+
+void HostOnlyCUDAMemoryManager::track(std::uintptr_t key,
+                                      const std::shared_ptr<PinnedMemory>& memory) {
+  std::lock_guard lock(state_->mutex);
+  state_->allocations[key] = State::Tracked{{}, memory};
+}
+
+Finalizer HostOnlyCUDAMemoryManager::deferred_finalizer(std::uintptr_t key,
+                                                        std::function<void()> destructor,
+                                                        std::size_t size) {
+  // Runs once (MemoryPointer guarantees it), so the destructor can be moved into the queue.
+  return [weak = std::weak_ptr<State>(state_), key, destructor = std::move(destructor),
+          size]() mutable {
+    auto state = weak.lock();
+    if (!state) return;  // LIFE-8: the manager is gone and released this memory already
+    {
+      std::lock_guard lock(state->mutex);
+      state->allocations.erase(key);
+    }
+    state->deallocations.add_item(std::move(destructor), size);
+  };
+}
+
+void HostOnlyCUDAMemoryManager::release_all() {
+  std::vector<std::shared_ptr<MemoryPointer>> pointers;
+  std::vector<std::shared_ptr<PinnedMemory>> pinned;
+  {
+    std::lock_guard lock(state_->mutex);
+    for (auto& [key, tracked] : state_->allocations) {
+      if (auto p = tracked.pointer.lock()) pointers.push_back(std::move(p));
+      if (auto p = tracked.pinned.lock()) pinned.push_back(std::move(p));
+    }
+    state_->allocations.clear();
+  }
+  // Run the finalizers outside the lock: they queue (or unpin) through the state.
+  for (auto& p : pointers) {
+    if (p->finalizer_alive()) p->free();
+  }
+  for (auto& p : pinned) {
+    if (p->finalizer_alive()) p->free();
+  }
+  state_->deallocations.clear();
+}
+
+HostAllocation HostOnlyCUDAMemoryManager::memhostalloc(std::size_t size, bool mapped,
+                                                       bool portable, bool wc) {
+  Driver& d = driver();
+  const unsigned flags = (mapped ? CU_MEMHOSTALLOC_DEVICEMAP : 0u) |
+                         (portable ? CU_MEMHOSTALLOC_PORTABLE : 0u) |
+                         (wc ? CU_MEMHOSTALLOC_WRITECOMBINED : 0u);
+  auto allocate = [&d, size, flags] { return d.mem_host_alloc(size, flags); };
+  // NBEP 7: the out-of-memory retry applies only to mapped allocations.
+  void* pointer = mapped ? attempt_allocation(allocate) : allocate();
+  const auto key = reinterpret_cast<std::uintptr_t>(pointer);
+  auto destructor = [&d, pointer] { d.mem_free_host(pointer); };
+  try {
+    if (mapped) {
+      auto memory = std::make_shared<MappedMemory>(context(), pointer, size, nullptr,
+                                                   deferred_finalizer(key, destructor, size));
+      track(key, memory);
+      return HostAllocation::mapped(memory->own());
+    }
+    // Numba queues pinned frees with an unset size (they count towards the item limit only).
+    auto memory = std::make_shared<PinnedMemory>(context(), pointer, size, nullptr,
+                                                 deferred_finalizer(key, destructor, 0));
+    track(key, memory);
+    return HostAllocation::pinned(memory);
+  } catch (...) {
+    d.mem_free_host(pointer);
+    throw;
+  }
+}
+
+HostAllocation HostOnlyCUDAMemoryManager::mempin(std::shared_ptr<void> owner, void* pointer,
+                                                 std::size_t size, bool mapped) {
+  Driver& d = driver();
+  const unsigned flags = mapped ? CU_MEMHOSTREGISTER_DEVICEMAP : 0u;
+  auto pin = [&d, pointer, size, flags] { d.mem_host_register(pointer, size, flags); };
+  if (mapped) {
+    attempt_allocation(pin);
+  } else {
+    pin();
+  }
+  const auto key = reinterpret_cast<std::uintptr_t>(pointer);
+  // ALLOC-7: unpin as soon as finalization is requested, bypassing the queue (even inside
+  // defer_cleanup), so the same range can be pinned again at once (numba#3508).
+  Finalizer unpin = [weak = std::weak_ptr<State>(state_), key, &d, pointer] {
+    if (auto state = weak.lock()) {
+      std::lock_guard lock(state->mutex);
+      state->allocations.erase(key);
+    }
+    d.mem_host_unregister(pointer);
+  };
+  try {
+    if (mapped) {
+      auto memory = std::make_shared<MappedMemory>(context(), pointer, size, std::move(owner),
+                                                   std::move(unpin));
+      track(key, memory);
+      return HostAllocation::mapped(memory->own());
+    }
+    auto memory = std::make_shared<PinnedMemory>(context(), pointer, size, std::move(owner),
+                                                 std::move(unpin));
+    track(key, memory);
+    return HostAllocation::pinned(memory);
+  } catch (...) {
+    d.mem_host_unregister(pointer);
+    throw;
+  }
+}
+
+void HostOnlyCUDAMemoryManager::initialize() {}
+
+void HostOnlyCUDAMemoryManager::reset() { release_all(); }
+
+CleanupGuard HostOnlyCUDAMemoryManager::defer_cleanup() {
+  return state_->deallocations.disable();
+}
+
+}  // namespace emm

@@ -1,0 +1,241 @@
+#include "emm/ipc_handle.hpp"
+
+#include "emm/context.hpp"
+#include "emm/diagnostics.hpp"
+#include "emm/errors.hpp"
+#include "emm/runtime.hpp"
+
+#include <array>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <string>
+#include <utility>
+
+namespace emm {
+namespace {
+
+// Serialized layout (format version 1, little-endian, 104 bytes):
+//   0 magic "EMMI" | 4 u16 version | 6 u16 flags | 8 u64 size | 16 u64 offset
+//   24 i32 pci_domain | 28 i32 pci_bus | 32 i32 pci_device | 36 handle[64] | 100 u32 crc32
+constexpr std::array<std::byte, 4> kMagic{std::byte{'E'}, std::byte{'M'}, std::byte{'M'},
+                                          std::byte{'I'}};
+constexpr std::uint16_t kFlagSourceInfo = 1;
+constexpr std::size_t kCrcOffset = 100;
+
+std::uint32_t crc32(std::span<const std::byte> bytes) {
+  std::uint32_t crc = 0xFFFFFFFFu;
+  for (std::byte b : bytes) {
+    crc ^= static_cast<std::uint32_t>(b);
+    for (int bit = 0; bit < 8; ++bit) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+  }
+  return ~crc;
+}
+
+template <class T>
+void put(std::vector<std::byte>& out, std::size_t at, T value) {
+  using U = std::make_unsigned_t<T>;
+  auto u = static_cast<U>(value);
+  for (std::size_t i = 0; i < sizeof(T); ++i) {
+    out[at + i] = static_cast<std::byte>((u >> (8 * i)) & 0xFF);
+  }
+}
+
+template <class T>
+T get(std::span<const std::byte> in, std::size_t at) {
+  using U = std::make_unsigned_t<T>;
+  U u = 0;
+  for (std::size_t i = 0; i < sizeof(T); ++i) {
+    u = static_cast<U>(u | (static_cast<U>(std::to_integer<unsigned>(in[at + i])) << (8 * i)));
+  }
+  return static_cast<T>(u);
+}
+
+IpcFormatError format_error(const std::string& what) {
+  return IpcFormatError("cannot deserialize IpcHandle: " + what +
+                        "; pass the exact bytes IpcHandle::serialize() produced");
+}
+
+}  // namespace
+
+IpcHandle::IpcHandle(std::shared_ptr<MemoryPointer> base, const CUipcMemHandle& handle,
+                     std::size_t size, std::optional<DeviceIdentity> source_info,
+                     std::size_t offset)
+    : base_(std::move(base)),
+      handle_(handle),
+      size_(size),
+      source_info_(source_info),
+      offset_(offset) {}
+
+IpcHandle::~IpcHandle() {
+  // Destroying an open handle closes it, so a mapping is never leaked (Numba leaves that to
+  // the caller).
+  if (state_ == State::direct) {
+    try {
+      close();
+    } catch (const std::exception& error) {
+      Diagnostics::ignored_exception("IpcHandle destruction", error.what());
+    }
+  }
+}
+
+IpcHandle::IpcHandle(IpcHandle&& other) noexcept
+    : base_(std::move(other.base_)),
+      handle_(other.handle_),
+      size_(other.size_),
+      source_info_(other.source_info_),
+      offset_(other.offset_),
+      state_(std::exchange(other.state_, State::closed)),
+      opened_in_(std::exchange(other.opened_in_, nullptr)),
+      opened_base_(std::exchange(other.opened_base_, 0)) {}
+
+IpcHandle& IpcHandle::operator=(IpcHandle&& other) noexcept {
+  if (this != &other) {
+    this->~IpcHandle();
+    new (this) IpcHandle(std::move(other));
+  }
+  return *this;
+}
+
+bool IpcHandle::is_open() const noexcept { return state_ != State::closed; }
+
+bool IpcHandle::is_staged() const noexcept { return state_ == State::staged; }
+
+std::shared_ptr<MemoryPointer> IpcHandle::open(Context& context) {
+  // IPC-3: the open state machine.
+  if (base_) throw IpcStateError("opening IpcHandle from original process");
+  if (state_ != State::closed) throw IpcStateError("IpcHandle is already opened");
+  bool direct = !source_info_ || *source_info_ == context.device_identity();
+  if (!direct) {
+    Driver& driver = context.driver();
+    const int count = driver.device_get_count();
+    for (int device = 0; device < count; ++device) {
+      if (driver.device_identity(device) == *source_info_) {
+        direct = driver.device_can_access_peer(context.device(), device);
+        break;
+      }
+    }
+  }
+  // A failed open leaves the handle closed (Numba leaves it marked open).
+  return direct ? open_direct(context) : open_staged(context);
+}
+
+std::shared_ptr<MemoryPointer> IpcHandle::open_direct(Context& context) {
+  if (size_ > std::numeric_limits<std::size_t>::max() - offset_) {
+    throw InvalidArgumentError("IpcHandle offset + size overflows");
+  }
+  std::shared_ptr<MemoryPointer> mapping = context.open_ipc_handle(handle_, offset_ + size_);
+  state_ = State::direct;
+  opened_in_ = &context;
+  opened_base_ = mapping->device_pointer();
+  return mapping->view(offset_, offset_ + size_);
+}
+
+std::shared_ptr<MemoryPointer> IpcHandle::open_staged(Context& context) {
+  // Spec 2.8: the source device's context maps the block, the copy is allocated through the
+  // *importing* context's plugin (IPC-5), and the source mapping is closed again.
+  Context& source = context.runtime().context_for_identity(*source_info_);
+  std::shared_ptr<MemoryPointer> mapping = source.open_ipc_handle(handle_, offset_ + size_);
+  const CUdeviceptr mapped = mapping->device_pointer();
+  auto close_source = [&] {
+    source.make_current();
+    source.driver().ipc_close_mem_handle(mapped);
+  };
+  std::shared_ptr<MemoryPointer> copy;
+  try {
+    copy = context.memalloc(size_);
+    context.make_current();
+    context.driver().memcpy_dtod(copy->device_pointer(), mapped + offset_, size_);
+  } catch (...) {
+    close_source();
+    throw;
+  }
+  close_source();
+  context.make_current();
+  state_ = State::staged;
+  opened_in_ = &context;
+  return copy;  // not owned by the handle (NBEP 7: staged IPC takes no ownership)
+}
+
+void IpcHandle::close() {
+  if (state_ == State::closed) throw IpcStateError("IpcHandle not opened");
+  if (state_ == State::direct) {
+    opened_in_->make_current();
+    opened_in_->driver().ipc_close_mem_handle(opened_base_);
+  }
+  // Closing a staged handle is a no-op (IPC-5).
+  state_ = State::closed;
+  opened_in_ = nullptr;
+  opened_base_ = 0;
+}
+
+std::vector<std::byte> IpcHandle::serialize() const {
+  std::vector<std::byte> out(kSerializedSize);
+  std::memcpy(out.data(), kMagic.data(), kMagic.size());
+  put<std::uint16_t>(out, 4, kFormatVersion);
+  put<std::uint16_t>(out, 6, source_info_ ? kFlagSourceInfo : 0);
+  put<std::uint64_t>(out, 8, size_);
+  put<std::uint64_t>(out, 16, offset_);
+  if (source_info_) {
+    put<std::int32_t>(out, 24, source_info_->pci_domain_id);
+    put<std::int32_t>(out, 28, source_info_->pci_bus_id);
+    put<std::int32_t>(out, 32, source_info_->pci_device_id);
+  }
+  std::memcpy(out.data() + 36, handle_.reserved, sizeof handle_.reserved);
+  put<std::uint32_t>(out, kCrcOffset, crc32(std::span(out).first(kCrcOffset)));
+  return out;
+}
+
+IpcHandle IpcHandle::deserialize(std::span<const std::byte> bytes) {
+  // IPC-4: untrusted input — every field is validated before use.
+  if (bytes.size() < kSerializedSize) {
+    throw format_error("truncated input (" + std::to_string(bytes.size()) + " bytes, expected " +
+                       std::to_string(kSerializedSize) + ")");
+  }
+  if (bytes.size() > kSerializedSize) {
+    throw format_error("oversized input (" + std::to_string(bytes.size()) + " bytes, expected " +
+                       std::to_string(kSerializedSize) + ")");
+  }
+  if (std::memcmp(bytes.data(), kMagic.data(), kMagic.size()) != 0) {
+    throw format_error("bad magic (not an emmkit IPC handle)");
+  }
+  const auto version = get<std::uint16_t>(bytes, 4);
+  if (version != kFormatVersion) {
+    throw format_error("format version " + std::to_string(version) +
+                       " is not supported (this kit reads version " +
+                       std::to_string(kFormatVersion) + ")");
+  }
+  if (get<std::uint32_t>(bytes, kCrcOffset) != crc32(bytes.first(kCrcOffset))) {
+    throw format_error("checksum mismatch (the bytes were corrupted)");
+  }
+  const auto flags = get<std::uint16_t>(bytes, 6);
+  if ((flags & ~kFlagSourceInfo) != 0) {
+    std::array<char, 16> hex{};
+    std::snprintf(hex.data(), hex.size(), "0x%04x", static_cast<unsigned>(flags));
+    throw format_error(std::string("unknown flags ") + hex.data());
+  }
+  const auto size = get<std::uint64_t>(bytes, 8);
+  const auto offset = get<std::uint64_t>(bytes, 16);
+  if (size == 0) throw format_error("size is 0");
+  if (size > std::numeric_limits<std::uint64_t>::max() - offset) {
+    throw format_error("offset + size overflows");
+  }
+  std::optional<DeviceIdentity> source;
+  const DeviceIdentity ids{get<std::int32_t>(bytes, 24), get<std::int32_t>(bytes, 28),
+                           get<std::int32_t>(bytes, 32)};
+  if (flags & kFlagSourceInfo) {
+    if (ids.pci_domain_id < 0 || ids.pci_bus_id < 0 || ids.pci_device_id < 0) {
+      throw format_error("negative PCI id in source_info");
+    }
+    source = ids;
+  } else if (ids != DeviceIdentity{}) {
+    throw format_error("source_info fields set without the source_info flag");
+  }
+  CUipcMemHandle handle{};
+  std::memcpy(handle.reserved, bytes.data() + 36, sizeof handle.reserved);
+  return IpcHandle(nullptr, handle, static_cast<std::size_t>(size), source,
+                   static_cast<std::size_t>(offset));
+}
+
+}  // namespace emm

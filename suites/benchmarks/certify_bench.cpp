@@ -1,0 +1,204 @@
+// emm_bench_certify — the wall time of one full certification per backend (issue 5, item 1):
+//
+//   Certify/<plugin>/<backend>    emm-certify --plugin <plugin .so> --backend <backend>
+//                                             --json <temporary file>
+//
+// run as a child process (stdout and stderr discarded), timed from spawn to exit, once. The
+// verdict is the benchmark's label; for NOT CERTIFIED the label also names the clauses that
+// failed, crashed or timed out (read from the JSON report), so a flaky clause is visible. The
+// paths come from the build (EMM_BENCH_CERTIFY, EMM_BENCH_PLUGIN_<name>), and the environment
+// variables of the same names override them (for executables run away from their build tree); a
+// configuration without emm-certify or the plugin reports the benchmark as skipped. Exit status 0
+// (CERTIFIED) and 1 (NOT CERTIFIED, still a complete certification) are timed; anything else is an
+// error.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bench_common.hpp"
+
+extern char** environ;
+
+namespace emm::bench {
+namespace {
+
+#ifdef EMM_BENCH_CERTIFY
+constexpr const char* kCertify = EMM_BENCH_CERTIFY;
+#else
+constexpr const char* kCertify = "";
+#endif
+
+struct Plugin {
+  const char* name;
+  const char* path;
+  const char* variable;  // overrides `path` when set
+};
+
+// `variable` from the environment when set, else the path the build compiled in.
+std::string path_from(const char* variable, const char* built) {
+  const char* set = std::getenv(variable);
+  return set != nullptr && *set != '\0' ? std::string(set) : std::string(built);
+}
+
+constexpr Plugin kCertifiedPlugins[] = {
+#ifdef EMM_BENCH_PLUGIN_REFERENCE
+    {"reference", EMM_BENCH_PLUGIN_REFERENCE, "EMM_BENCH_PLUGIN_REFERENCE"},
+#else
+    {"reference", "", "EMM_BENCH_PLUGIN_REFERENCE"},
+#endif
+};
+
+// Runs `arguments` with stdout/stderr sent to /dev/null; returns the exit status, or -1 with
+// `why` set.
+int run_quietly(const std::vector<std::string>& arguments, std::string& why) {
+  std::vector<char*> argv;
+  for (const std::string& argument : arguments) argv.push_back(const_cast<char*>(argument.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  pid_t child = 0;
+  const int spawned = posix_spawn(&child, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) {
+    why = "cannot start " + arguments[0] + ": " + std::strerror(spawned);
+    return -1;
+  }
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0) {
+    if (errno != EINTR) {
+      why = std::string("waitpid: ") + std::strerror(errno);
+      return -1;
+    }
+  }
+  if (WIFSIGNALED(status)) {
+    why = arguments[0] + " was killed by signal " + std::to_string(WTERMSIG(status));
+    return -1;
+  }
+  return WEXITSTATUS(status);
+}
+
+// The JSON string value that starts at text[at] (just after its opening quote), unescaped
+// loosely (escapes are kept as the escaped character).
+std::string json_string_at(const std::string& text, std::size_t at) {
+  std::string value;
+  for (std::size_t i = at; i < text.size() && text[i] != '"'; ++i) {
+    if (text[i] == '\\' && i + 1 < text.size()) ++i;
+    value += text[i];
+  }
+  return value;
+}
+
+// The value of the string field `key` of the first occurrence at or after `from`, or "".
+std::string json_field(const std::string& text, const std::string& key, std::size_t from,
+                       std::size_t* where = nullptr) {
+  const std::string quoted = "\"" + key + "\"";
+  const std::size_t found = text.find(quoted, from);
+  if (found == std::string::npos) return {};
+  const std::size_t open = text.find('"', text.find(':', found + quoted.size()));
+  if (open == std::string::npos) return {};
+  if (where != nullptr) *where = found;
+  return json_string_at(text, open + 1);
+}
+
+// "LIFE-7 fail: <message>; ..." for every result that is not pass / not_supported.
+std::string failed_clauses(const std::string& report_path) {
+  std::ifstream in(report_path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string summary;
+  std::size_t at = text.find("\"results\"");
+  while (at != std::string::npos) {
+    std::size_t clause_at = 0;
+    const std::string clause = json_field(text, "clause", at, &clause_at);
+    if (clause.empty()) break;
+    const std::string outcome = json_field(text, "outcome", clause_at);
+    if (outcome != "pass" && outcome != "not_supported") {
+      std::string message = json_field(text, "message", clause_at);
+      if (message.size() > 160) message = message.substr(0, 157) + "...";
+      if (!summary.empty()) summary += "; ";
+      summary += clause + " " + outcome + ": " + message;
+    }
+    at = clause_at + 1;
+  }
+  return summary;
+}
+
+void certify(benchmark::State& state, const Plugin& plugin, Backend backend) {
+  const std::string certifier = path_from("EMM_BENCH_CERTIFY", kCertify);
+  const std::string library = path_from(plugin.variable, plugin.path);
+  if (certifier.empty()) {
+    state.SkipWithError("emm-certify is not built in this configuration");
+    return;
+  }
+  if (library.empty()) {
+    state.SkipWithError(
+        (std::string(plugin.name) + " plugin is not built in this configuration").c_str());
+    return;
+  }
+  if (backend == Backend::gpu && !gpu_unavailable_reason().empty()) {
+    state.SkipWithError(("no GPU: " + gpu_unavailable_reason()).c_str());
+    return;
+  }
+  char report[] = "/tmp/emm_bench_certify_XXXXXX";
+  const int descriptor = mkstemp(report);
+  if (descriptor < 0) {
+    state.SkipWithError((std::string("mkstemp: ") + std::strerror(errno)).c_str());
+    return;
+  }
+  close(descriptor);
+  const std::vector<std::string> arguments = {
+      certifier, "--plugin", library, "--backend", std::string(name_of(backend)), "--json", report};
+  int status = 0;
+  std::string why;
+  for (auto _ : state) {
+    Stopwatch watch;
+    watch.start();
+    status = run_quietly(arguments, why);
+    state.SetIterationTime(watch.stop_ns() * 1e-9);
+  }
+  if (status < 0) {
+    state.SkipWithError(why.c_str());
+  } else if (status > 1) {
+    state.SkipWithError(("emm-certify exited with status " + std::to_string(status) +
+                         " (2: usage error or the plugin could not be loaded)")
+                            .c_str());
+  } else {
+    state.SetLabel(status == 0 ? "CERTIFIED" : "NOT CERTIFIED: " + failed_clauses(report));
+    state.counters["certified"] = status == 0 ? 1 : 0;
+  }
+  unlink(report);
+}
+
+void register_all() {
+  for (const Plugin& plugin : kCertifiedPlugins) {
+    for (Backend backend : kBackends) {
+      const std::string name =
+          "Certify/" + std::string(plugin.name) + "/" + std::string(name_of(backend));
+      benchmark::RegisterBenchmark(
+          name.c_str(),
+          [&plugin, backend](benchmark::State& state) { certify(state, plugin, backend); })
+          ->UseManualTime()
+          ->Iterations(1)
+          ->Unit(benchmark::kSecond);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace emm::bench
+
+int main(int argc, char** argv) {
+  emm::bench::register_all();
+  return emm::bench::run_main(argc, argv);
+}

@@ -1,0 +1,26 @@
+# Runs the Boost.Test conformance binary with Boost's JUnit logger and checks the report: one
+# <testcase> per plugin clause and backend (31 x 2), no failure or error; the gpu cases are
+# <skipped> exactly when the run found no GPU.
+execute_process(COMMAND "${BINARY}" "--logger=JUNIT,all,${REPORT}" --report_level=no
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${BINARY} exited ${rc}\n${out}\n${err}")
+endif()
+file(READ "${REPORT}" junit)
+string(REGEX MATCHALL "<testcase " cases "${junit}")
+list(LENGTH cases count)
+if(NOT count EQUAL 62)
+  message(FATAL_ERROR "expected 62 testcases in the JUnit report, found ${count}")
+endif()
+if(NOT junit MATCHES "failures=\"0\"" OR NOT junit MATCHES "errors=\"0\"")
+  message(FATAL_ERROR "the JUnit report has failures or errors:\n${junit}")
+endif()
+string(REGEX MATCHALL "<skipped/>" skipped "${junit}")
+list(LENGTH skipped skipped_count)
+if(junit MATCHES "no GPU: ")
+  if(NOT skipped_count EQUAL 31)
+    message(FATAL_ERROR "without a GPU the 31 gpu cases must be <skipped>, found ${skipped_count}")
+  endif()
+elseif(NOT skipped_count EQUAL 0)
+  message(FATAL_ERROR "with a GPU no case may be skipped, found ${skipped_count}")
+endif()

@@ -1,0 +1,264 @@
+// The checks can fail: small defective plugins, run in-process through run_clause, get the
+// outcome and the message their defect deserves. (The full self-test, with crashing and hanging
+// plugins certified by emm-certify, is the known-bad zoo in suites/known_bad.)
+#include <gtest/gtest.h>
+
+#include <emm/conformance/run_clause.hpp>
+#include <emm/errors.hpp>
+#include <emm/mocks/fake_driver.hpp>
+#include <emm/numba_memory_manager.hpp>
+#include <stdexcept>
+
+namespace emm::conformance {
+namespace {
+
+constexpr const char* kDefer = "as the reference";
+
+template <class Plugin>
+PluginSubject subject(Capabilities caps = {.memory_info = true,
+                                           .ipc = true,
+                                           .thread_safe = true,
+                                           .defer_cleanup_behaviour = kDefer}) {
+  return PluginSubject{"defective",
+                       [](Context* c) -> std::unique_ptr<BaseCUDAMemoryManager> {
+                         return std::make_unique<Plugin>(c);
+                       },
+                       complete_capabilities<Plugin>(caps),
+                       {}};
+}
+
+struct WrongVersion : NumbaCUDAMemoryManager {
+  using NumbaCUDAMemoryManager::NumbaCUDAMemoryManager;
+  int interface_version() const override { return 2; }
+};
+
+struct BareAutoFree : NumbaCUDAMemoryManager {
+  using NumbaCUDAMemoryManager::NumbaCUDAMemoryManager;
+  std::shared_ptr<MemoryPointer> memalloc(std::size_t size) override {
+    // The hazard: the AutoFreePointer itself (refct 0) instead of its own().
+    Driver& d = driver();
+    const CUdeviceptr pointer = d.mem_alloc(size);
+    return std::make_shared<AutoFreePointer>(context(), pointer, size, nullptr,
+                                             [&d, pointer] { d.mem_free(pointer); });
+  }
+};
+
+struct Misaligned : NumbaCUDAMemoryManager {
+  using NumbaCUDAMemoryManager::NumbaCUDAMemoryManager;
+  std::shared_ptr<MemoryPointer> memalloc(std::size_t size) override {
+    return NumbaCUDAMemoryManager::memalloc(size + 16)->view(16, 16 + size);
+  }
+};
+
+struct RuntimeErrorInfo : NumbaCUDAMemoryManager {
+  using NumbaCUDAMemoryManager::NumbaCUDAMemoryManager;
+  void initialize() override {}
+  MemoryInfo get_memory_info() override { throw std::runtime_error("no figures"); }
+};
+
+struct NoIpc : NumbaCUDAMemoryManager {
+  using NumbaCUDAMemoryManager::NumbaCUDAMemoryManager;
+  IpcHandle get_ipc_handle(const std::shared_ptr<MemoryPointer>&) override {
+    throw NotImplementedError("this plugin has no IPC");
+  }
+};
+
+struct LeakyInitialize : NumbaCUDAMemoryManager {
+  using NumbaCUDAMemoryManager::NumbaCUDAMemoryManager;
+  void initialize() override {
+    NumbaCUDAMemoryManager::initialize();
+    leaked_.push_back(memalloc(4096));
+  }
+  std::vector<std::shared_ptr<MemoryPointer>> leaked_;
+};
+
+struct DropsParentGuard : NumbaCUDAMemoryManager {
+  using NumbaCUDAMemoryManager::NumbaCUDAMemoryManager;
+  CleanupGuard defer_cleanup() override {
+    return CleanupGuard([] {});
+  }
+};
+
+struct ResetKeepsEverything : NumbaCUDAMemoryManager {
+  using NumbaCUDAMemoryManager::NumbaCUDAMemoryManager;
+  void reset() override {}
+  std::shared_ptr<MemoryPointer> memalloc(std::size_t size) override {
+    auto memory = NumbaCUDAMemoryManager::memalloc(size);
+    kept_.push_back(memory);  // never released: reset() cannot bring memory back
+    return memory;
+  }
+  std::vector<std::shared_ptr<MemoryPointer>> kept_;
+};
+
+ClauseResult run(const PluginSubject& s, const char* id) {
+  return run_clause(s, id, Backend::fake);
+}
+
+TEST(ChecksCatchViolations, REG_1_WrongVersionFails) {
+  ::testing::Test::RecordProperty("clause", "REG-1");
+  const ClauseResult r = run(subject<WrongVersion>(), "REG-1");
+  EXPECT_EQ(r.outcome, Outcome::fail);
+  EXPECT_EQ(r.message,
+            "[REG-1] interface_version() of the version-probe instance (null context): expected 1, "
+            "seen 2");
+}
+
+TEST(ChecksCatchViolations, ALLOC_5_BareAutoFreePointerFails) {
+  ::testing::Test::RecordProperty("clause", "ALLOC-5");
+  const ClauseResult r = run(subject<BareAutoFree>(), "ALLOC-5");
+  EXPECT_EQ(r.outcome, Outcome::fail);
+  EXPECT_EQ(r.message.rfind("[ALLOC-5] memalloc(4096)->refct() is 0 at rest; expected >= 1", 0), 0u)
+      << r.message;
+}
+
+TEST(ChecksCatchViolations, FIN_1_BareAutoFreePointerFails) {
+  ::testing::Test::RecordProperty("clause", "FIN-1");
+  const ClauseResult r = run(subject<BareAutoFree>(), "FIN-1");
+  EXPECT_EQ(r.outcome, Outcome::fail);
+  EXPECT_EQ(r.message.rfind("[FIN-1] the finalizer ran after dropping", 0), 0u) << r.message;
+}
+
+TEST(ChecksCatchViolations, ALLOC_11_SixteenByteAlignmentWarns) {
+  ::testing::Test::RecordProperty("clause", "ALLOC-11");
+  const ClauseResult r = run(subject<Misaligned>(), "ALLOC-11");
+  EXPECT_EQ(r.outcome, Outcome::fail);
+  EXPECT_EQ(r.level, Level::should);
+  EXPECT_NE(r.message.find("aligned to 16 bytes only; cuMemAlloc guarantees 256"),
+            std::string::npos)
+      << r.message;
+  EXPECT_EQ(run(subject<Misaligned>(), "ALLOC-1").outcome, Outcome::pass);
+}
+
+TEST(ChecksCatchViolations, INFO_2_RuntimeErrorInsteadOfNotImplementedFails) {
+  ::testing::Test::RecordProperty("clause", "INFO-2");
+  const ClauseResult r =
+      run(subject<RuntimeErrorInfo>({.defer_cleanup_behaviour = kDefer}), "INFO-2");
+  EXPECT_EQ(r.outcome, Outcome::fail);
+  EXPECT_EQ(r.message,
+            "[INFO-2] the plugin declares memory_info=false, so get_memory_info() must throw "
+            "emm::NotImplementedError; it threw std::runtime_error: no figures");
+  EXPECT_EQ(run(subject<RuntimeErrorInfo>({.defer_cleanup_behaviour = kDefer}), "INFO-1").outcome,
+            Outcome::not_supported);
+  EXPECT_EQ(run(subject<RuntimeErrorInfo>({.defer_cleanup_behaviour = kDefer}), "INFO-3").outcome,
+            Outcome::not_supported);
+}
+
+TEST(ChecksCatchViolations, INFO_2_DeclaredButNotImplementedFails) {
+  ::testing::Test::RecordProperty("clause", "INFO-2");
+  const ClauseResult r = run(subject<RuntimeErrorInfo>(), "INFO-2");
+  EXPECT_EQ(r.outcome, Outcome::fail);
+  EXPECT_EQ(
+      r.message,
+      "[INFO-2] get_memory_info() (memory_info declared) threw std::runtime_error: no figures");
+}
+
+TEST(ChecksCatchViolations, IPC_7_UndeclaredIpcIsNotSupportedOnlyWithNotImplementedError) {
+  ::testing::Test::RecordProperty("clause", "IPC-7");
+  const Capabilities no_ipc{.memory_info = true, .defer_cleanup_behaviour = kDefer};
+  const ClauseResult honest = run(subject<NoIpc>(no_ipc), "IPC-7");
+  EXPECT_EQ(honest.outcome, Outcome::not_supported);
+  EXPECT_EQ(honest.message,
+            "[IPC-7] the plugin declares no IPC support and get_ipc_handle() throws "
+            "NotImplementedError, as required");
+  EXPECT_EQ(run(subject<NoIpc>(no_ipc), "IPC-1").outcome, Outcome::not_supported);
+  const ClauseResult undeclared = run(subject<NumbaCUDAMemoryManager>(no_ipc), "IPC-7");
+  EXPECT_EQ(undeclared.outcome, Outcome::fail);
+  EXPECT_EQ(undeclared.message,
+            "[IPC-7] the plugin declares ipc=false, so get_ipc_handle() must throw "
+            "emm::NotImplementedError; it returned a handle (size 4096); declare ipc=true if it "
+            "works");
+}
+
+TEST(ChecksCatchViolations, IPC_1_DeclaredIpcThatThrowsNotImplementedFails) {
+  ::testing::Test::RecordProperty("clause", "IPC-1");
+  const ClauseResult r = run(subject<NoIpc>(), "IPC-1");
+  EXPECT_EQ(r.outcome, Outcome::fail);
+  EXPECT_EQ(r.message,
+            "[IPC-1] get_ipc_handle(the buffer itself) threw NotImplementedError (this plugin has "
+            "no IPC) although the plugin declares ipc=true");
+}
+
+TEST(ChecksCatchViolations, LIFE_2_InitializeThatAllocatesFails) {
+  ::testing::Test::RecordProperty("clause", "LIFE-2");
+  const ClauseResult r = run(subject<LeakyInitialize>(), "LIFE-2");
+  EXPECT_EQ(r.outcome, Outcome::fail);
+  EXPECT_NE(r.message.find("initialize() must not allocate per call"), std::string::npos)
+      << r.message;
+}
+
+TEST(ChecksCatchViolations, LIFE_7_ResetThatKeepsMemoryFails) {
+  ::testing::Test::RecordProperty("clause", "LIFE-7");
+  const ClauseResult r = run(subject<ResetKeepsEverything>(), "LIFE-7");
+  EXPECT_EQ(r.outcome, Outcome::fail);
+  EXPECT_NE(r.message.find("reset() must release everything the plugin allocated"),
+            std::string::npos)
+      << r.message;
+}
+
+TEST(ChecksCatchViolations, DEFER_3_GuardWithoutTheParentsFails) {
+  ::testing::Test::RecordProperty("clause", "DEFER-3");
+  const ClauseResult r = run(subject<DropsParentGuard>(), "DEFER-3");
+  EXPECT_EQ(r.outcome, Outcome::fail);
+  EXPECT_EQ(r.message.rfind("[DEFER-3] the HostOnlyCUDAMemoryManager queue is not disabled while "
+                            "the plugin's guard is alive",
+                            0),
+            0u)
+      << r.message;
+}
+
+TEST(ChecksCatchViolations, DEFER_6_EmptyBehaviourWarns) {
+  ::testing::Test::RecordProperty("clause", "DEFER-6");
+  const ClauseResult r = run(subject<NumbaCUDAMemoryManager>({.memory_info = true}), "DEFER-6");
+  EXPECT_EQ(r.outcome, Outcome::fail);
+  EXPECT_EQ(r.level, Level::should);
+  EXPECT_EQ(r.message.rfind("[DEFER-6] the plugin declares no defer_cleanup behaviour", 0), 0u);
+}
+
+TEST(ChecksCatchViolations, ALLOC_10_IsNotSupportedWithoutThreadSafetyAndThenOnlyShould) {
+  ::testing::Test::RecordProperty("clause", "ALLOC-10");
+  const ClauseResult r =
+      run(subject<NumbaCUDAMemoryManager>({.defer_cleanup_behaviour = kDefer}), "ALLOC-10");
+  EXPECT_EQ(r.outcome, Outcome::not_supported);
+  EXPECT_EQ(r.level, Level::should);
+  EXPECT_EQ(r.message, "[ALLOC-10] the plugin declares thread_safe=false");
+}
+
+TEST(ChecksCatchViolations, DEFER_3_DoesNotApplyToPluginsNotDerivedFromHostOnly) {
+  ::testing::Test::RecordProperty("clause", "DEFER-3");
+  PluginSubject s = subject<NumbaCUDAMemoryManager>();
+  s.capabilities.host_only_derived = false;  // as a BaseCUDAMemoryManager-only plugin declares
+  const ClauseResult r = run(s, "DEFER-3");
+  EXPECT_EQ(r.outcome, Outcome::not_supported);
+  EXPECT_EQ(r.message, "[DEFER-3] the plugin declares host_only_derived=false");
+}
+
+TEST(ChecksCatchViolations, GpuBackendWithoutAGpuIsNotSupportedWithTheReason) {
+  if (gpu_unavailable_reason().empty()) GTEST_SKIP() << "a GPU is present";
+  const ClauseResult r = run_clause(subject<NumbaCUDAMemoryManager>(), "LIFE-2", Backend::gpu);
+  EXPECT_EQ(r.outcome, Outcome::not_supported);
+  EXPECT_EQ(r.message, "[LIFE-2] no GPU: " + gpu_unavailable_reason());
+}
+
+TEST(ClauseRunVerdict, NotSupportedOnAMandatoryClauseIsAFailure) {
+  const PluginSubject s = subject<NumbaCUDAMemoryManager>();
+  ClauseRun run(*catalogue().find("LIFE-2"), s, Backend::fake, std::make_shared<FakeDriver>());
+  try {
+    run.not_supported("no reason");
+    FAIL() << "not_supported returned";
+  } catch (const ClauseFailure& failure) {
+    EXPECT_STREQ(failure.what(),
+                 "[LIFE-2] not supported (no reason), but LIFE-2 is not optional: an undeclared "
+                 "NotImplementedError is a failure");
+  }
+  ClauseRun ipc(*catalogue().find("IPC-1"), s, Backend::fake, std::make_shared<FakeDriver>());
+  try {
+    ipc.not_supported("no reason");
+    FAIL() << "not_supported returned";
+  } catch (const ClauseFailure& failure) {
+    EXPECT_STREQ(failure.what(),
+                 "[IPC-1] not supported (no reason) although the plugin declares ipc=true");
+  }
+}
+
+}  // namespace
+}  // namespace emm::conformance

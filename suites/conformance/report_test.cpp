@@ -1,0 +1,280 @@
+// The report writers and the verdict (spec §3, §5): JSON text and escaping, JUnit elements,
+// Markdown certificate, the console verdict line, and the child-to-parent result encoding.
+#include <gtest/gtest.h>
+
+#include <emm/conformance/isolation.hpp>
+#include <emm/conformance/json_writer.hpp>
+#include <emm/conformance/report.hpp>
+#include <emm/errors.hpp>
+#include <string>
+
+namespace emm::conformance {
+namespace {
+
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "no error";
+}
+
+ClauseResult result(std::string clause, std::string backend, Level level, Outcome outcome,
+                    std::string message = "") {
+  ClauseResult r;
+  r.clause = std::move(clause);
+  r.backend = std::move(backend);
+  r.level = level;
+  r.outcome = outcome;
+  r.message = std::move(message);
+  r.duration_ms = 2.0;
+  return r;
+}
+
+CertificationReport small_report() {
+  CertificationReport report;
+  report.kit_version = "0.1.0";
+  report.catalogue_version = "1.0";
+  Capabilities caps;
+  caps.memory_info = true;
+  caps.defer_cleanup_behaviour = "queues frees";
+  report.plugin = PluginInfo::from("/p/libx.so", "x", caps);
+  report.plugin.interface_version = 1;
+  report.backends = {{"fake", true, "emmkit fake device", ""}, {"gpu", false, "", "no GPU: none"}};
+  report.results = {result("REG-1", "fake", Level::must, Outcome::pass)};
+  return report;
+}
+
+TEST(JsonWriter, WritesNestedDocumentsWithEscapes) {
+  JsonWriter json(0);
+  json.begin_object()
+      .key("s")
+      .value("a\"b\\c\n\t\x01")
+      .key("n")
+      .value(std::int64_t{-3})
+      .key("u")
+      .value(std::uint64_t{7})
+      .key("d")
+      .value(1.5)
+      .key("inf")
+      .value(1.0 / 0.0)
+      .key("b")
+      .value(true)
+      .key("z")
+      .null()
+      .key("a")
+      .begin_array()
+      .value(1)
+      .value("x")
+      .end_array()
+      .key("e")
+      .begin_object()
+      .end_object()
+      .end_object();
+  EXPECT_EQ(json.str(),
+            "{\"s\":\"a\\\"b\\\\c\\n\\t\\u0001\",\"n\":-3,\"u\":7,\"d\":1.5,\"inf\":null,"
+            "\"b\":true,\"z\":null,\"a\":[1,\"x\"],\"e\":{}}");
+}
+
+TEST(JsonWriter, PrettyPrintsWithTwoSpaces) {
+  JsonWriter json;
+  json.begin_object().key("a").begin_array().value(1).end_array().end_object();
+  EXPECT_EQ(json.str(), "{\n  \"a\": [\n    1\n  ]\n}");
+}
+
+TEST(JsonWriter, RejectsMisuse) {
+  EXPECT_EQ(error_of([] { JsonWriter().begin_object().value(1); }),
+            "JsonWriter: a value inside an object needs a key first");
+  EXPECT_EQ(error_of([] { JsonWriter().key("a"); }),
+            "JsonWriter: key() outside an object or where a value is expected");
+  EXPECT_EQ(error_of([] { JsonWriter().begin_array().end_object(); }),
+            "JsonWriter: end_object() without a matching begin_object() or after a key");
+  EXPECT_EQ(error_of([] { (void)JsonWriter().begin_array().str(); }),
+            "JsonWriter: an object or array is still open");
+  EXPECT_EQ(error_of([] { JsonWriter().value(1).value(2); }),
+            "JsonWriter: the document is already complete");
+}
+
+TEST(JsonWriter, SanitizesInvalidUtf8) {
+  EXPECT_EQ(sanitize_utf8("ok \xC3\xA9"), "ok \xC3\xA9");  // é stays
+  EXPECT_EQ(sanitize_utf8("a\xFF"
+                          "b"),
+            "a\xEF\xBF\xBD"
+            "b");                                                    // stray byte
+  EXPECT_EQ(sanitize_utf8("\xE2\x82"), "\xEF\xBF\xBD\xEF\xBF\xBD");  // truncated sequence
+  EXPECT_EQ(sanitize_utf8("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate
+  EXPECT_EQ(json_quote("\xC0\xAF"), "\"\xEF\xBF\xBD\xEF\xBF\xBD\"");                 // overlong
+}
+
+TEST(XmlEscape, EscapesMarkupAndReplacesForbiddenCharacters) {
+  EXPECT_EQ(xml_escape("<a href='x'>&\"</a>"), "&lt;a href=&apos;x&apos;&gt;&amp;&quot;&lt;/a&gt;");
+  EXPECT_EQ(xml_escape("tab\tnl\nbell\x07"), "tab\tnl\nbell\xEF\xBF\xBD");
+}
+
+TEST(Report, JsonHasTheSpecifiedShape) {
+  CertificationReport report = small_report();
+  report.results[0].properties = {{"seed", "7"}};
+  EXPECT_EQ(to_json(report),
+            "{\n"
+            "  \"kit_version\": \"0.1.0\",\n"
+            "  \"catalogue_version\": \"1.0\",\n"
+            "  \"plugin\": {\n"
+            "    \"path\": \"/p/libx.so\",\n"
+            "    \"name\": \"x\",\n"
+            "    \"interface_version\": 1,\n"
+            "    \"capabilities\": {\n"
+            "      \"memory_info\": true,\n"
+            "      \"ipc\": false,\n"
+            "      \"host_only_derived\": false,\n"
+            "      \"thread_safe\": false,\n"
+            "      \"runs_on_fake_driver\": true,\n"
+            "      \"pooling\": false,\n"
+            "      \"defer_cleanup_behaviour\": \"queues frees\"\n"
+            "    }\n"
+            "  },\n"
+            "  \"backends\": [\n"
+            "    {\n"
+            "      \"name\": \"fake\",\n"
+            "      \"ran\": true,\n"
+            "      \"device\": \"emmkit fake device\"\n"
+            "    },\n"
+            "    {\n"
+            "      \"name\": \"gpu\",\n"
+            "      \"ran\": false,\n"
+            "      \"reason\": \"no GPU: none\"\n"
+            "    }\n"
+            "  ],\n"
+            "  \"verdict\": \"CERTIFIED\",\n"
+            "  \"results\": [\n"
+            "    {\n"
+            "      \"clause\": \"REG-1\",\n"
+            "      \"level\": \"MUST\",\n"
+            "      \"backend\": \"fake\",\n"
+            "      \"outcome\": \"pass\",\n"
+            "      \"message\": \"\",\n"
+            "      \"duration_ms\": 2,\n"
+            "      \"properties\": {\n"
+            "        \"seed\": \"7\"\n"
+            "      }\n"
+            "    }\n"
+            "  ]\n"
+            "}\n");
+}
+
+TEST(Report, InterfaceVersionIsNullWhenUnknown) {
+  CertificationReport report = small_report();
+  report.plugin.interface_version.reset();
+  EXPECT_NE(to_json(report).find("\"interface_version\": null"), std::string::npos);
+}
+
+TEST(Verdict, MustFailuresCrashesAndTimeoutsDecide) {
+  CertificationReport report = small_report();
+  report.results.push_back(result("LIFE-2", "fake", Level::must, Outcome::fail, "[LIFE-2] x"));
+  report.results.push_back(result("LIFE-5", "fake", Level::must, Outcome::crash, "[LIFE-5] y"));
+  report.results.push_back(result("LIFE-6", "fake", Level::must, Outcome::timeout, "[LIFE-6] z"));
+  report.results.push_back(result("IPC-1", "fake", Level::must, Outcome::not_supported));
+  const Verdict verdict = compute_verdict(report);
+  EXPECT_FALSE(verdict.certified);
+  EXPECT_EQ(verdict.must_failures, 3u);
+  EXPECT_EQ(verdict.word(), "NOT CERTIFIED");
+  EXPECT_EQ(verdict.line(), "VERDICT: NOT CERTIFIED (3 MUST clauses failed)");
+  EXPECT_NE(to_json(report).find("\"verdict\": \"NOT CERTIFIED\""), std::string::npos);
+}
+
+TEST(Verdict, ShouldFailuresAreWarningsAndInfoNeverDecides) {
+  CertificationReport report = small_report();
+  report.results.push_back(
+      result("ALLOC-11", "fake", Level::should, Outcome::fail, "[ALLOC-11] a"));
+  report.results.push_back(result("ALLOC-10", "fake", Level::should, Outcome::not_supported));
+  report.results.push_back(result("PERF-1", "fake", Level::info, Outcome::fail, "[PERF-1] b"));
+  const Verdict verdict = compute_verdict(report);
+  EXPECT_TRUE(verdict.certified);
+  EXPECT_EQ(verdict.line(), "VERDICT: CERTIFIED");
+  ASSERT_EQ(verdict.warnings.size(), 2u);
+  EXPECT_EQ(verdict.warnings[0]->clause, "ALLOC-11");
+  EXPECT_EQ(verdict.warnings[1]->clause, "ALLOC-10");
+  const std::string text = to_text(report);
+  EXPECT_NE(text.find("warning: ALLOC-11 (fake, fail): [ALLOC-11] a"), std::string::npos) << text;
+}
+
+TEST(Verdict, NoBackendRanIsNotCertified) {
+  CertificationReport report = small_report();
+  report.backends = {{"gpu", false, "", "no GPU: none"}};
+  report.results.clear();
+  const Verdict verdict = compute_verdict(report);
+  EXPECT_FALSE(verdict.certified);
+  EXPECT_EQ(verdict.line(), "VERDICT: NOT CERTIFIED (no backend ran)");
+}
+
+TEST(Report, JUnitHasOneTestcasePerResultWithFailuresErrorsAndSkips) {
+  CertificationReport report = small_report();
+  report.results.push_back(
+      result("LIFE-2", "fake", Level::must, Outcome::fail, "[LIFE-2] <bad> & \"x\""));
+  report.results.push_back(
+      result("LIFE-5", "fake", Level::must, Outcome::crash, "[LIFE-5] SIGSEGV"));
+  report.results.push_back(
+      result("IPC-7", "fake", Level::must, Outcome::not_supported, "[IPC-7] no"));
+  const std::string xml = to_junit(report);
+  EXPECT_NE(xml.find("<testsuites name=\"emm-certify\" tests=\"4\" failures=\"1\" errors=\"1\" "
+                     "skipped=\"1\""),
+            std::string::npos)
+      << xml;
+  EXPECT_NE(xml.find("<testcase classname=\"REG\" name=\"REG-1 fake\" time=\"0.002\"/>"),
+            std::string::npos)
+      << xml;
+  EXPECT_NE(
+      xml.find("<failure type=\"MUST\" message=\"[LIFE-2] &lt;bad&gt; &amp; &quot;x&quot;\">"),
+      std::string::npos)
+      << xml;
+  EXPECT_NE(xml.find("<error type=\"crash\" message=\"[LIFE-5] SIGSEGV\">"), std::string::npos)
+      << xml;
+  EXPECT_NE(xml.find("<skipped message=\"[IPC-7] no\"/>"), std::string::npos) << xml;
+  EXPECT_NE(xml.find("<property name=\"verdict\" value=\"NOT CERTIFIED\"/>"), std::string::npos);
+}
+
+TEST(Report, MarkdownCertificateNamesPluginCapabilitiesBackendsAndVerdict) {
+  CertificationReport report = small_report();
+  report.results.push_back(
+      result("ALLOC-11", "fake", Level::should, Outcome::fail, "[ALLOC-11] a|b"));
+  const std::string md = to_markdown(report);
+  EXPECT_NE(md.find("# emm-certify certificate: x\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("**CERTIFIED**. Backends covered: fake (emmkit fake device). Not run: gpu "
+                    "(no GPU: none)."),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| memory_info | yes |"), std::string::npos);
+  EXPECT_NE(md.find("**defer_cleanup behaviour:** queues frees"), std::string::npos);
+  EXPECT_NE(md.find("| REG-1 | MUST | "), std::string::npos);
+  EXPECT_NE(md.find("| pass | not run |"), std::string::npos) << md;
+  EXPECT_NE(md.find("- **ALLOC-11** (fake, fail): [ALLOC-11] a\\|b"), std::string::npos) << md;
+  EXPECT_NE(md.find("VERDICT: CERTIFIED"), std::string::npos);
+}
+
+TEST(ResultEncoding, RoundTripsEveryField) {
+  ClauseResult r =
+      result("ALLOC-10", "gpu", Level::should, Outcome::timeout, "[ALLOC-10] 12:34\nx");
+  r.properties = {{"a", "1"}, {"b:c", ""}};
+  const std::optional<ClauseResult> back = decode_result(encode_result(r));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->clause, r.clause);
+  EXPECT_EQ(back->backend, r.backend);
+  EXPECT_EQ(back->level, r.level);
+  EXPECT_EQ(back->outcome, r.outcome);
+  EXPECT_EQ(back->message, r.message);
+  EXPECT_DOUBLE_EQ(back->duration_ms, r.duration_ms);
+  EXPECT_EQ(back->properties, r.properties);
+}
+
+TEST(ResultEncoding, RejectsTruncatedOrForeignPayloads) {
+  const std::string good = encode_result(result("REG-1", "fake", Level::must, Outcome::pass));
+  EXPECT_FALSE(decode_result("").has_value());
+  EXPECT_FALSE(decode_result("hello").has_value());
+  EXPECT_FALSE(decode_result(good.substr(0, good.size() - 1)).has_value());
+  EXPECT_FALSE(decode_result(good + "x").has_value());
+  EXPECT_TRUE(decode_result(good).has_value());
+}
+
+}  // namespace
+}  // namespace emm::conformance

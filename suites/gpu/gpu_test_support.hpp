@@ -1,0 +1,85 @@
+// gpu_test_support.hpp — helpers for the CUDA driver tests (suites/gpu).
+//
+// * EMM_GPU_EXPECT_THROW(Type, statement, matcher): the statement must throw `Type` (or a
+//   subclass) whose what() satisfies the GoogleMock string matcher; returns std::optional<Type>
+//   for further checks (CudaDriverError::code(), ...). Another exception, or none, is a failure.
+// * gpu_unavailable_reason(): CudaDriver::unavailable_reason() for libcuda.so.1, asked once.
+// * pattern_byte(): the byte a test writes at an index, so a reader can check what it sees.
+// * run_ipc_child() / spawn_ipc_child(): the second process of the cross-process IPC test. The
+//   test executable is its own child: main() hands `--ipc-child ...` to run_ipc_child().
+//
+// Test-only code; not thread-safe.
+#pragma once
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include "emm/cuda_api.hpp"
+
+#define EMM_GPU_EXPECT_THROW(ErrorType, statement, message_matcher) \
+  ::emm::gpu_test::expect_throw<ErrorType>(                         \
+      [&] { statement; }, #ErrorType, #statement,                   \
+      ::testing::Matcher<const std::string&>(message_matcher), __FILE__, __LINE__)
+
+namespace emm::gpu_test {
+
+template <class E, class F>
+std::optional<E> expect_throw(F&& statement, const char* type_name, const char* text,
+                              const ::testing::Matcher<const std::string&>& matcher,
+                              const char* file, int line) {
+  try {
+    statement();
+  } catch (const E& error) {
+    const std::string message = error.what();
+    if (!matcher.Matches(message)) {
+      std::ostringstream expected;
+      matcher.DescribeTo(&expected);
+      ADD_FAILURE_AT(file, line) << text << " threw " << type_name << " with message\n  \""
+                                 << message << "\"\nexpected a message that " << expected.str();
+    }
+    return error;
+  } catch (const std::exception& other) {
+    ADD_FAILURE_AT(file, line) << text << " should throw " << type_name
+                               << " but threw another exception: " << other.what();
+    return std::nullopt;
+  } catch (...) {
+    ADD_FAILURE_AT(file, line) << text << " should throw " << type_name
+                               << " but threw a non-std exception";
+    return std::nullopt;
+  }
+  ADD_FAILURE_AT(file, line) << text << " should throw " << type_name << " but threw nothing";
+  return std::nullopt;
+}
+
+const std::string& gpu_unavailable_reason();
+
+inline std::uint8_t pattern_byte(std::size_t index, unsigned seed) {
+  return static_cast<std::uint8_t>((index * 131 + seed) % 251);
+}
+
+// What the child does with the allocation behind `handle`: opens it with
+// CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS, checks that [offset, offset + size) holds
+// pattern_byte(offset + i, seed), overwrites that range with kIpcChildFill, closes the handle.
+inline constexpr unsigned char kIpcChildFill = 0x5a;
+
+struct IpcChildRequest {
+  CUipcMemHandle handle{};
+  std::size_t offset = 0;
+  std::size_t size = 0;
+  unsigned seed = 0;
+};
+
+// Runs this executable as `--ipc-child <request>` and waits: the child's exit status, or -1 if
+// it could not be started or died of a signal. The child explains failures on stderr.
+int spawn_ipc_child(const IpcChildRequest& request);
+
+// The child's side: argv after "--ipc-child". Returns the process exit status.
+int run_ipc_child(int argc, char** argv);
+
+}  // namespace emm::gpu_test

@@ -1,0 +1,13 @@
+// The conformance suite over the consumer's plugin, through the installed
+// emm_add_conformance_test (EmmConformance.cmake) and emmkit::conformance_gtest.
+#include "consumer_plugin.hpp"
+#include "emm/conformance/gtest.hpp"
+
+struct ConsumerTraits {
+  using Plugin = consumer::ConsumerPlugin;
+  static constexpr const char* name = "install-consumer";
+  static constexpr emm::Capabilities capabilities =
+      emm::complete_capabilities<Plugin>(consumer::kConsumerCapabilities);
+};
+
+EMM_INSTANTIATE_CONFORMANCE_SUITE(Consumer, ConsumerTraits);

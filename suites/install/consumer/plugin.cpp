@@ -1,0 +1,5 @@
+// The loadable plugin library (EMM_CUDA_MEMORY_MANAGER, emm-certify --plugin).
+#include "consumer_plugin.hpp"
+
+EMM_EXPORT_MEMORY_MANAGER(consumer::ConsumerPlugin, "install-consumer",
+                          consumer::kConsumerCapabilities)

@@ -1,0 +1,7 @@
+// The zoo's second baseline: the same pool declaring neither memory info nor IPC. Must be
+// CERTIFIED with INFO-1/IPC-1/IPC-2/IPC-7 not_supported (INFO-2 and IPC-7 accept its
+// NotImplementedError).
+#include "baseline_pool.hpp"
+
+EMM_EXPORT_MEMORY_MANAGER(emm::zoo::BaselineNoOptional, "known-bad zoo baseline (no optional)",
+                          emm::zoo::no_optional_capabilities())

@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""Runs one row of the known-bad plugin zoo (manifest.tsv) through emm-certify and checks it.
+
+For a plugin row it runs
+
+    emm-certify --plugin LIB --backend fake --json REPORT [ARGS]
+
+and asserts, on the fake backend:
+  * the exit code (0 for CERTIFIED, 1 for NOT CERTIFIED) and the JSON verdict;
+  * the target clause's outcome (fail | crash | timeout) and its message naming the clause;
+  * every pinned clause (must_pass) is `pass`, and every `also` clause has its outcome;
+  * the report is complete: every plugin clause of the catalogue (`emm-certify --list`) has a
+    result, whatever the plugin did (crash and timeout included, spec §3).
+For a load_error row (REG-6) it asserts exit 2 and a message saying the plugin could not be
+loaded, with the PluginLoadError text and the cause.
+
+Exit status 0 when every assertion holds; otherwise each failed assertion is printed, naming the
+clause, what was expected and what was seen.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+FAKE = "fake"
+OUTCOMES = {"pass", "fail", "not_supported", "crash", "timeout"}
+
+
+def read_manifest(path):
+    rows = {}
+    header = None
+    with open(path, encoding="utf-8") as manifest:
+        for line in manifest:
+            line = line.rstrip("\n")
+            if not line or line.startswith("#"):
+                continue
+            fields = line.split("\t")
+            if header is None:
+                header = fields
+                continue
+            if len(fields) != len(header):
+                raise SystemExit(f"{path}: row has {len(fields)} fields, expected {len(header)}: "
+                                 f"{line!r}")
+            row = dict(zip(header, fields))
+            rows[row["test"]] = row
+    return rows
+
+
+def split_list(value):
+    return [] if value in ("", "-") else [item.strip() for item in value.split(",") if item.strip()]
+
+
+def plugin_clauses(certify):
+    """The plugin-target clauses of the catalogue, from `emm-certify --list`."""
+    listing = subprocess.run([certify, "--list"], capture_output=True, text=True, timeout=60)
+    if listing.returncode != 0:
+        raise SystemExit(f"emm-certify --list exited {listing.returncode}: {listing.stderr}")
+    clauses = {}
+    for line in listing.stdout.splitlines():
+        fields = line.split()
+        if len(fields) < 3 or "-" not in fields[0] or not fields[0].split("-")[-1].isdigit():
+            continue
+        clause_id, level, target = fields[0], fields[1], fields[2]
+        if "plugin" in target:
+            clauses[clause_id] = level
+    if not clauses:
+        raise SystemExit(f"emm-certify --list printed no plugin clause:\n{listing.stdout}")
+    return clauses
+
+
+class Checker:
+    def __init__(self, test):
+        self.test = test
+        self.failures = []
+
+    def expect(self, condition, message):
+        if not condition:
+            self.failures.append(message)
+
+    def finish(self, context):
+        if self.failures:
+            print(f"known_bad.{self.test}: {len(self.failures)} assertion(s) failed")
+            for failure in self.failures:
+                print(f"  - {failure}")
+            print(context)
+            return 1
+        print(f"known_bad.{self.test}: ok")
+        return 0
+
+
+def check_load_error(row, args, checker):
+    command = [args.certify, "--plugin", args.plugin, "--backend", FAKE] + split_list_args(row)
+    run = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    output = run.stdout + run.stderr
+    checker.expect(run.returncode == 2,
+                   f"REG-6: expected exit code 2 (could not load), got {run.returncode}")
+    checker.expect("could not load" in output.lower(),
+                   "REG-6: expected the output to say 'could not load'")
+    checker.expect(f"Failed to use memory manager from {args.plugin}" in output,
+                   "REG-6: expected the PluginLoadError text 'Failed to use memory manager from "
+                   f"{args.plugin}'")
+    for item in split_list(row["also"]):
+        key, _, text = item.partition("=")
+        if key == "cause":
+            checker.expect(text in output, f"REG-6: expected the cause '{text}' in the message")
+    return checker.finish(f"command: {' '.join(command)}\noutput:\n{output}")
+
+
+def split_list_args(row):
+    return [] if row["args"] in ("", "-") else row["args"].split()
+
+
+def check_report(row, args, checker):
+    os.makedirs(args.work_dir, exist_ok=True)
+    report_path = os.path.join(args.work_dir, f"{row['test']}.json")
+    if os.path.exists(report_path):
+        os.remove(report_path)
+    command = ([args.certify, "--plugin", args.plugin, "--backend", FAKE, "--json", report_path] +
+               split_list_args(row))
+    run = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout)
+    context = (f"command: {' '.join(command)}\nexit code: {run.returncode}\n"
+               f"output (last 4000 characters):\n{(run.stdout + run.stderr)[-4000:]}")
+
+    certified = row["verdict"] == "CERTIFIED"
+    checker.expect(run.returncode == (0 if certified else 1),
+                   f"expected exit code {0 if certified else 1} ({row['verdict']}), "
+                   f"got {run.returncode}")
+    try:
+        with open(report_path, encoding="utf-8") as report_file:
+            report = json.load(report_file)
+    except (OSError, ValueError) as error:
+        checker.expect(False, f"no readable JSON report at {report_path}: {error}")
+        return checker.finish(context)
+
+    checker.expect(report.get("verdict") == row["verdict"],
+                   f"expected verdict {row['verdict']!r}, the report says "
+                   f"{report.get('verdict')!r}")
+    for key in ("kit_version", "catalogue_version", "plugin", "backends", "results"):
+        checker.expect(key in report, f"the JSON report has no {key!r} (spec §5)")
+
+    results = {}
+    for result in report.get("results", []):
+        if result.get("backend") != FAKE:
+            continue
+        clause = result.get("clause")
+        checker.expect(clause not in results, f"{clause}: two results on the fake backend")
+        checker.expect(result.get("outcome") in OUTCOMES,
+                       f"{clause}: outcome {result.get('outcome')!r} is not one of the spec's")
+        results[clause] = result
+
+    def outcome(clause):
+        return results.get(clause, {}).get("outcome")
+
+    def describe(clause):
+        result = results.get(clause)
+        if result is None:
+            return "no result"
+        return f"{result.get('outcome')} ({result.get('message', '')!r})"
+
+    # The report is complete: every plugin clause has a result, also after a crash or timeout.
+    catalogue = plugin_clauses(args.certify)
+    missing = sorted(set(catalogue) - set(results))
+    checker.expect(not missing, f"the report lacks plugin clauses on the fake backend: {missing}")
+
+    target = row["clause"]
+    also = {}
+    message_parts = []
+    for item in split_list(row["also"]):
+        if "~" in item:
+            clause, _, text = item.partition("~")
+            message_parts.append((clause, text))
+        elif "=" in item:
+            clause, _, expected = item.partition("=")
+            also[clause] = expected
+        else:
+            checker.expect(False, f"manifest row {row['test']}: cannot read also item {item!r}")
+    if target != "-":
+        checker.expect(outcome(target) == row["outcome"],
+                       f"{target}: expected outcome {row['outcome']}, got {describe(target)}")
+        if row["outcome"] == "fail":
+            message = results.get(target, {}).get("message", "")
+            checker.expect(target in message,
+                           f"{target}: the failure message does not name the clause: {message!r}")
+    for clause, expected in also.items():
+        checker.expect(outcome(clause) == expected,
+                       f"{clause}: expected outcome {expected}, got {describe(clause)}")
+    for clause, text in message_parts:
+        message = results.get(clause, {}).get("message", "")
+        checker.expect(text in message, f"{clause}: expected the message to contain {text!r}, "
+                       f"got {describe(clause)}")
+
+    pinned = split_list(row["must_pass"])
+    if pinned == ["*"]:
+        pinned = [c for c in catalogue if c != target and c not in also]
+    for clause in pinned:
+        checker.expect(outcome(clause) == "pass",
+                       f"{clause} (pinned, unrelated to the defect): expected pass, got "
+                       f"{describe(clause)}")
+    return checker.finish(context)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--certify", required=True, help="path of emm-certify")
+    parser.add_argument("--plugin", required=True, help="path of the plugin library")
+    parser.add_argument("--manifest", required=True, help="path of manifest.tsv")
+    parser.add_argument("--test", required=True, help="the manifest row (its test column)")
+    parser.add_argument("--work-dir", required=True, help="where the JSON reports go")
+    parser.add_argument("--timeout", type=int, default=540, help="seconds for emm-certify")
+    args = parser.parse_args()
+
+    rows = read_manifest(args.manifest)
+    if args.test not in rows:
+        raise SystemExit(f"{args.manifest} has no row {args.test!r}")
+    row = rows[args.test]
+    checker = Checker(args.test)
+    if row["outcome"] == "load_error":
+        return check_load_error(row, args, checker)
+    return check_report(row, args, checker)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

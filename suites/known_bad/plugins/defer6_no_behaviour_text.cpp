@@ -1,0 +1,16 @@
+// DEFER-6 (SHOULD) — the plugin declares no defer_cleanup behaviour text; the certificate has
+// nothing to print. A warning only: the verdict stays CERTIFIED.
+#include "baseline_pool.hpp"
+
+namespace {
+
+constexpr emm::Capabilities capabilities() {
+  emm::Capabilities declared = emm::zoo::baseline_capabilities();
+  declared.defer_cleanup_behaviour = "";
+  return declared;
+}
+
+}  // namespace
+
+EMM_EXPORT_MEMORY_MANAGER(emm::zoo::BaselinePool, "known-bad DEFER-6 no defer_cleanup text",
+                          capabilities())
