@@ -75,7 +75,7 @@ if command -v nvidia-smi >/dev/null 2>&1; then
     driver_version="${driver_version# }"
   fi
 fi
-commit="$(git rev-parse --short=12 HEAD 2>/dev/null || echo "no commit")"
+commit="${EMMKIT_COMMIT:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo "no commit")}"
 if [[ "$commit" != "no commit" ]] && [[ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]]; then
   commit="$commit (with uncommitted changes)"
 fi

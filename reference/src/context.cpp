@@ -8,6 +8,32 @@
 #include <string>
 
 namespace emm {
+namespace {
+
+// Destroys the driver objects of resources still held by callers; reports, never throws.
+template <class Resource, class Destroy>
+void destroy_outstanding(std::vector<std::weak_ptr<Resource>>& resources, Destroy destroy) {
+  for (auto& weak : resources) {
+    if (auto resource = weak.lock()) {
+      try {
+        destroy(resource->handle());
+      } catch (const std::exception& error) {
+        Diagnostics::ignored_exception("Context destruction", error.what());
+      }
+    }
+  }
+  resources.clear();
+}
+
+// Remembers `resource` weakly, dropping expired entries so the list stays short.
+template <class Resource>
+void remember(std::vector<std::weak_ptr<Resource>>& resources,
+              const std::shared_ptr<Resource>& resource) {
+  std::erase_if(resources, [](const auto& weak) { return weak.expired(); });
+  resources.push_back(resource);
+}
+
+}  // namespace
 
 Context::Context(Runtime& runtime, int device, CUcontext handle, const ManagerFactory& factory,
                  DeallocConfig config)
@@ -43,6 +69,8 @@ Context::~Context() {
   {
     std::lock_guard lock(modules_mutex_);
     modules_.clear();
+    destroy_outstanding(streams_, [this](CUstream s) { driver_.stream_destroy(s); });
+    destroy_outstanding(events_, [this](CUevent e) { driver_.event_destroy(e); });
   }
   memory_manager_.reset();
   try {
@@ -171,12 +199,18 @@ void Context::reset() {
 
 std::shared_ptr<Stream> Context::create_stream(unsigned flags) {
   make_current();
-  return std::make_shared<Stream>(driver_, driver_.stream_create(flags), deallocations_);
+  auto stream = std::make_shared<Stream>(driver_, driver_.stream_create(flags), deallocations_);
+  std::lock_guard lock(modules_mutex_);
+  remember(streams_, stream);
+  return stream;
 }
 
 std::shared_ptr<Event> Context::create_event(unsigned flags) {
   make_current();
-  return std::make_shared<Event>(driver_, driver_.event_create(flags), deallocations_);
+  auto event = std::make_shared<Event>(driver_, driver_.event_create(flags), deallocations_);
+  std::lock_guard lock(modules_mutex_);
+  remember(events_, event);
+  return event;
 }
 
 std::shared_ptr<Module> Context::load_module(const void* image) {

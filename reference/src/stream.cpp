@@ -11,7 +11,7 @@ namespace emm {
 template <class Handle>
 ContextResource<Handle>::~ContextResource() {
   auto queue = queue_.lock();
-  if (!queue) return;  // the context is gone; its reset released the object already
+  if (!queue) return;  // the context is gone, and destroyed the object as it went
   try {
     // CTX-1: destroyed through the context's own queue, never through the plugin.
     queue->add_item([&driver = driver_, handle = handle_, destroy = destroy_] {

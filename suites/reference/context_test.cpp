@@ -136,6 +136,23 @@ TEST(ContextResources, CTX_1_ResourceDestructionIsDeferredByDeferCleanup) {
   EXPECT_EQ(fake->stream_count(), 0u);
 }
 
+TEST(ContextResources, CTX_1_StreamsAndEventsStillHeldAtCloseAreDestroyed) {
+  EMM_CLAUSE("CTX-1");
+  auto fake = std::make_shared<FakeDriver>();
+  Runtime runtime(fake, test::no_env());
+  Context& context = runtime.get_context(0);
+  std::shared_ptr<Stream> stream = context.create_stream();
+  std::shared_ptr<Event> event = context.create_event();
+  EXPECT_EQ(fake->stream_count(), 1u);
+  EXPECT_EQ(fake->event_count(), 1u);
+  runtime.close();
+  EXPECT_EQ(fake->stream_count(), 0u) << "[CTX-1] a stream held past close() was not destroyed";
+  EXPECT_EQ(fake->event_count(), 0u) << "[CTX-1] an event held past close() was not destroyed";
+  stream.reset();  // the late release must not destroy it a second time
+  event.reset();
+  EXPECT_EQ(fake->invalid_frees(), 0u) << "[CTX-1] a late release destroyed an object again";
+}
+
 // --- CTX-2 ---------------------------------------------------------------------------------
 
 FakeSystemConfig two_devices() {

@@ -28,7 +28,9 @@ struct LoadedPlugin {
 
   const char* name() const noexcept { return descriptor->name; }
   const Capabilities& capabilities() const noexcept { return descriptor->capabilities; }
-  // A factory whose instances are destroyed by the plugin's own `destroy`.
+  // A factory over the descriptor's `create`. Instances are deleted through the virtual
+  // destructor: plugin and host share one libemm_reference and one C++ runtime, which the ABI
+  // version check guards. (`destroy` stays in the descriptor for hosts that cannot assume that.)
   ManagerFactory factory() const;
 };
 

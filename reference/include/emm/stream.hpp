@@ -2,7 +2,7 @@
 // plugin (CTX-1). Created by Context; destroyed through the context's own deferred queue.
 //
 // Ownership: shared_ptr; the driver object is destroyed (queued) when the last reference goes.
-// If the context is gone by then, its reset already destroyed the object and nothing is done.
+// If the context is gone by then, it destroyed the object as it went and nothing is done.
 #pragma once
 
 #include "emm/cuda_api.hpp"
