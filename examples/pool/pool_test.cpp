@@ -394,6 +394,106 @@ TEST_F(PoolTest, ALLOC_10_ConcurrentTrafficLosesNothing) {
   EXPECT_EQ(driver_->invalid_frees(), 0u);
 }
 
+// --- Per-thread caches of freed small blocks
+// ------------------------------------------------------
+
+TEST_F(PoolTest, AFreedSmallBlockIsReusedByItsThreadAndCountsAsFree) {
+  const MemoryInfo before = context_->get_memory_info();
+  auto keep = context_->memalloc(1000);  // keeps the slab in use
+  auto first = context_->memalloc(1000);
+  const CUdeviceptr address = first->device_pointer();
+  first.reset();  // parked in this thread's cache
+  const PoolStatistics parked = pool().statistics();
+  EXPECT_EQ(parked.allocated_blocks, 1u);
+  EXPECT_EQ(parked.allocated_bytes, 1024u);
+  EXPECT_EQ(before.free - context_->get_memory_info().free, 1024u);  // INFO-1: parked is free
+
+  // Another thread does not get the parked block (ALLOC-2): it carves a new one.
+  CUdeviceptr other = 0;
+  std::thread([&] {
+    auto p = context_->memalloc(1000);
+    other = p->device_pointer();
+  }).join();
+  EXPECT_NE(other, address);
+  EXPECT_EQ(context_->memalloc(1000)->device_pointer(), address);  // this thread's, at once
+}
+
+TEST_F(PoolTest, AThreadGivesItsParkedBlocksBackWhenItExits) {
+  std::thread([&] {
+    std::vector<std::shared_ptr<MemoryPointer>> pointers;
+    for (int i = 0; i < 50; ++i) pointers.push_back(context_->memalloc(512 + 256 * (i % 7)));
+    pointers.clear();                                             // parked in this thread's cache
+    EXPECT_LT(pool().statistics().largest_free_block, 2 * kMiB);  // still split by them
+  }).join();
+  const PoolStatistics after = pool().statistics();
+  EXPECT_EQ(after.allocated_blocks, 0u);
+  EXPECT_EQ(after.free_blocks, 1u);  // merged back into one free block
+  EXPECT_EQ(after.largest_free_block, 2 * kMiB);
+  EXPECT_EQ(after.slab_count, 1u);
+}
+
+TEST_F(PoolTest, LIFE_7_BlocksParkedBeforeResetAreNeverHandedOutAgain) {
+  RecordProperty("clause", "LIFE-7");
+  auto parked = context_->memalloc(2000);
+  parked.reset();
+  std::shared_ptr<MemoryPointer> elsewhere;
+  std::thread([&] { elsewhere = context_->memalloc(2000); }).join();
+  elsewhere.reset();  // freed on this thread after the allocating thread exited: parked here
+  context_->reset();
+  EXPECT_EQ(driver_->device_bytes_in_use(), 0u);
+  EXPECT_EQ(pool().statistics().allocated_blocks, 0u);
+  auto fresh = context_->memalloc(2000);  // from a new slab, not from the inert cache
+  EXPECT_EQ(allocs(), 2u);
+  EXPECT_EQ(pool().statistics().allocated_blocks, 1u);
+  driver_->memset_d8(fresh->device_pointer(), 0, 2000);  // inside memory the driver knows
+  fresh.reset();
+  EXPECT_EQ(pool().statistics().allocated_blocks, 0u);
+  EXPECT_EQ(driver_->invalid_frees(), 0u);
+}
+
+TEST_F(PoolTest, ALLOC_10_BlocksFreedOnOtherThreadsLoseNothing) {
+  RecordProperty("clause", "ALLOC-10");
+  constexpr int kThreads = 6;
+  constexpr int kPerThread = 400;
+  std::vector<std::vector<std::shared_ptr<MemoryPointer>>> made(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 random(static_cast<unsigned>(t));
+      for (int i = 0; i < kPerThread; ++i)
+        made[t].push_back(context_->memalloc(1 + random() % 9000));
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  threads.clear();
+  // Each thread frees another thread's pointers and allocates again from its cache.
+  std::atomic<int> overlaps{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      auto& theirs = made[(t + 1) % kThreads];
+      std::vector<std::shared_ptr<MemoryPointer>> mine;
+      for (int i = 0; i < kPerThread; ++i) {
+        const std::size_t size = theirs[i]->size();
+        theirs[i].reset();
+        mine.push_back(context_->memalloc(size));
+      }
+      std::vector<std::pair<CUdeviceptr, CUdeviceptr>> ranges;
+      for (const auto& p : mine)
+        ranges.emplace_back(p->device_pointer(), p->device_pointer() + p->size());
+      std::sort(ranges.begin(), ranges.end());
+      for (std::size_t i = 1; i < ranges.size(); ++i) {
+        if (ranges[i - 1].second > ranges[i].first) ++overlaps;
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(overlaps.load(), 0);
+  const PoolStatistics stats = pool().statistics();
+  EXPECT_EQ(stats.allocated_blocks, 0u);
+  EXPECT_LE(stats.slab_count, 1u);
+  EXPECT_EQ(driver_->invalid_frees(), 0u);
+}
+
 TEST(PoolOptions, RejectsASlabSizeThatIsNotAMultipleOf256) {
   expect_throw_message<InvalidArgumentError>(
       [] { PoolMemoryManager(nullptr, PoolMemoryManager::Options{.slab_size = 1000}); },

@@ -75,6 +75,9 @@ include("${_build}/consumer_paths.cmake")
 run_step(run "${_build}/emmkit_consumer")
 # 2. The installed conformance suite over the consumer's plugin type (GPU cases skip without one).
 run_step(conformance "${CONSUMER_CONFORMANCE}" --gtest_brief=1)
+if(CONSUMER_BOOST_CONFORMANCE)
+  run_step(boost_conformance "${CONSUMER_BOOST_CONFORMANCE}" --report_level=short)
+endif()
 # 3. The installed emm-certify over the consumer's plugin library, on the fake driver.
 run_step(certify "${EMM_CERTIFY}" --plugin "${CONSUMER_PLUGIN}" --backend fake
          --json "${WORK_DIR}/certificate.json")

@@ -12,8 +12,12 @@
 //
 // The EMM contract, clause by clause:
 //  * memalloc returns a plain MemoryPointer (refct 1) whose finalizer returns the block; the
-//    finalizer holds only a weak reference to the pool state and the state's generation, so a
-//    pointer released after reset() or after the plugin is gone does nothing (LIFE-8).
+//    pointer keeps the pool state alive and remembers its generation, so a pointer released
+//    after reset() or after the plugin is gone does nothing (LIFE-8). Freed blocks of up to
+//    32 KiB are parked in a bounded cache of the freeing thread and reused by its next memalloc
+//    of that size without the lock; parked blocks count as free (INFO-1, statistics()) and go
+//    back to the pool when the cache is full, on thread exit and on out-of-memory; reset()
+//    makes every cache inert (LIFE-7).
 //  * get_memory_info (pool level, INFO-1): total = the device's total memory; free = the
 //    device's free memory + the bytes the pool holds but has not handed out. Allocating n bytes
 //    lowers free by n rounded up to 256, whether or not a new slab was needed.
@@ -28,7 +32,8 @@
 //    after the pool has given back its empty slabs and retried once (ALLOC-3).
 //
 // Thread-safety: every member may be called concurrently; one mutex guards the pool state and
-// cuMemAlloc runs outside it. Host allocations (memhostalloc, mempin) are the parent's.
+// cuMemAlloc runs outside it; the thread caches are touched only by their own thread. Host
+// allocations (memhostalloc, mempin) are the parent's.
 #pragma once
 
 #include <cstddef>

@@ -1,0 +1,13 @@
+// The Boost.Test flavour of the conformance suite over the consumer's plugin, through the
+// installed emm_add_boost_conformance_test and emmkit::conformance_boost (which provides main()).
+#include "consumer_plugin.hpp"
+#include "emm/conformance/boost.hpp"
+
+struct ConsumerTraits {
+  using Plugin = consumer::ConsumerPlugin;
+  static constexpr const char* name = "install-consumer";
+  static constexpr emm::Capabilities capabilities =
+      emm::complete_capabilities<Plugin>(consumer::kConsumerCapabilities);
+};
+
+EMM_BOOST_CONFORMANCE_SUITE(ConsumerTraits)
