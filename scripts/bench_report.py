@@ -27,6 +27,8 @@ SUBJECTS = ["raw_driver", "raw_async", "reference", "pool", "stream_ordered"]
 PLUGINS = ["reference", "pool", "stream_ordered"]
 BACKENDS = ["gpu", "fake"]
 PAIR_SIZES = [256, 64 << 10, 1 << 20, 64 << 20]
+DEFERRAL_SIZES = [256, 64 << 10]  # DeferralPair (its max_count values are read from the run)
+DEFAULT_MAX_COUNT = 10  # NBEP 7's default (DEALLOC-1)
 REPLAY_COUNTS = [1000, 10000, 100000]
 THREAD_COUNTS = [1, 2, 4, 8, 16]
 
@@ -184,6 +186,66 @@ def pair_section(results, backend):
     return table(["subject"] + [fmt_bytes(s) for s in PAIR_SIZES], rows)
 
 
+def deferral_ratio(results, backend, size, count):
+    """(ns per pair, speed-up against the raw driver pair of the same run) of DeferralPair."""
+    ns = value(results.get("DeferralPair", "reference", backend, str(size),
+                           "max_count:%d" % count))
+    raw = value(results.get("AllocPair", "raw_driver", backend, str(size)))
+    return ns, ratio(raw, ns)
+
+
+def deferral_counts(results, backend):
+    """Every max_count of the DeferralPair rows of this backend, ascending."""
+    found = {int(k[4].split(":", 1)[1]) for k in results.by_key
+             if k[0] == "DeferralPair" and k[1:3] == ("reference", backend) and len(k) == 5
+             and k[4].startswith("max_count:") and k[4].split(":", 1)[1].isdigit()}
+    return sorted(found)
+
+
+def measured_counts(results, backend, size):
+    """[(max_count, r)] of the DeferralPair rows of one size that ran and have a raw pair."""
+    rows = []
+    for count in deferral_counts(results, backend):
+        r = deferral_ratio(results, backend, size, count)[1]
+        if r is not None:
+            rows.append((count, r))
+    return rows
+
+
+def smallest_count_reaching(results, backend, size, target):
+    """The smallest measured max_count whose pair is >= target × faster than the raw pair."""
+    for count, r in measured_counts(results, backend, size):
+        if r >= target:
+            return count
+    return None
+
+
+def ordinal(n):
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return "%d%s" % (n, suffix)
+
+
+def deferral_section(results, backend):
+    counts = deferral_counts(results, backend)
+    if not any(deferral_ratio(results, backend, size, c)[0] is not None
+               for c in counts for size in DEFERRAL_SIZES):
+        return None
+    rows = [[SUBJECT_TITLES["raw_driver"], "—"]
+            + [fmt_ns(value(results.get("AllocPair", "raw_driver", backend, str(size))))
+               for size in DEFERRAL_SIZES]]
+    for count in counts:
+        label = "reference, max_count %d%s" % (
+            count, " (NBEP 7's default)" if count == DEFAULT_MAX_COUNT else "")
+        row = [label, "every %s free" % ordinal(count + 1)]
+        for size in DEFERRAL_SIZES:
+            ns, r = deferral_ratio(results, backend, size, count)
+            row.append("—" if ns is None else
+                       fmt_ns(ns) + (" (r %s)" % fmt_ratio(r) if r is not None else ""))
+        rows.append(row)
+    return table(["subject (max_count: EMM_CUDA_MAX_PENDING_DEALLOCS_COUNT)", "flush"]
+                 + ["%s (ns/pair, r)" % fmt_bytes(s) for s in DEFERRAL_SIZES], rows)
+
+
 def live_section(results, backend):
     rows = []
     raw_pair = value(results.get("LivePair", "raw_driver", backend, "live:1000", "bytes:256"))
@@ -294,7 +356,7 @@ COMPONENT_NOTES = {
     "auto_free_pointer_own": "make_shared<AutoFreePointer>()->own() + release: the reference "
                              "manager's object model",
     "pending_deallocs_add_item": "one deferred free (queue, and a flush every 11th)",
-    "mutex_lock_unlock": "an uncontended std::mutex (the pool takes two per pair)",
+    "mutex_lock_unlock": "an uncontended std::mutex (a pool pair that misses the thread cache takes two)",
     "slab_allocator_pair_1000_live": "the pool's bookkeeping alone: SlabAllocator "
                                      "allocate(256) + free with 1000 blocks live",
 }
@@ -340,12 +402,14 @@ def limits_section(results):
         if None not in (mp, slab, dispatch, mutex, pool):
             floor = mp + slab + dispatch + 2 * mutex
             lines.append(
-                "- **pool, %s**: host dispatch %s + a MemoryPointer with a finalizer %s + the "
-                "slab bookkeeping %s + two lock/unlock pairs %s = **%s** before any other work; "
-                "measured pair %s. A pair under 100 ns needs the object and its finalizer "
-                "recycled, no mutex on the fast path (per-thread caches) and a lighter host "
-                "dispatch." % (b, fmt_ns(dispatch), fmt_ns(mp), fmt_ns(slab), fmt_ns(2 * mutex),
-                               fmt_ns(floor), fmt_ns(pool)))
+                "- **pool, %s**: a pair served by the thread cache (as here) takes no lock and "
+                "makes no heap allocation (the pointer object's memory is recycled per thread). "
+                "For scale, the pieces it still has in some form: host dispatch %s (Context::"
+                "memalloc, with its cuCtxGetCurrent) + a MemoryPointer with a finalizer %s (with "
+                "a fresh heap object) + the slab bookkeeping %s + two lock/unlock pairs %s = %s "
+                "if nothing were cached or recycled; measured pair **%s**."
+                % (b, fmt_ns(dispatch), fmt_ns(mp), fmt_ns(slab), fmt_ns(2 * mutex),
+                   fmt_ns(floor), fmt_ns(pool)))
         raw = value(results.get("AllocPair", "raw_driver", b, "256"))
         batched = component(results, "driver_batched_pairs", b, "batch:11")
         batched64 = component(results, "driver_batched_pairs", b, "batch:64")
@@ -376,6 +440,14 @@ def limits_section(results):
                                  % (math.ceil(fixed / budget), math.ceil(fixed / budget) - 1))
                     else:
                         line += " less per-pair cost than the driver itself allows."
+            tried = measured_counts(results, b, 256)
+            if tried:
+                first = smallest_count_reaching(results, b, 256, 10)
+                line += (" Measured with the limit set through the environment (EMM_CUDA_MAX_"
+                         "PENDING_DEALLOCS_COUNT): %s; %s." % (
+                             ", ".join("max_count %d → %s×" % (c, fmt_ratio(r)) for c, r in tried),
+                             ("the smallest measured count that reaches 10× is %d" % first)
+                             if first is not None else "none of them reaches 10×"))
             lines.append(line)
         calls = value(results.get("Replay", "pool", "fake", "1000"), "driver_allocs_per_op")
         replay = replay_ns_per_op(results, "pool", b, 1000)
@@ -383,7 +455,7 @@ def limits_section(results):
             lines.append(
                 "- **pool, random replay N = 1000, gpu**: the pool asks the driver for %.3g slab "
                 "allocations and as many frees per operation (counted on the fake backend) — it "
-                "keeps one empty slab and gives the others back at once — and a cuMemAlloc + "
+                "keeps one empty slab per arena and gives the others back at once — and a cuMemAlloc + "
                 "cuMemFree pair costs %s here, so slab traffic alone is ≈ %s of the measured %s "
                 "per operation. Keeping empty slabs up to a release threshold (as CUDA's own pool "
                 "does) removes it." % (calls, fmt_ns(raw), fmt_ns(calls * raw), fmt_ns(replay)))
@@ -392,9 +464,12 @@ def limits_section(results):
         if one and eight:
             lines.append(
                 "- **pool scaling, %s**: %.3g M pairs/s on one thread, %.3g M/s on eight "
-                "(×%.2f): every pair takes the pool's one mutex twice, so threads queue on it "
-                "(and contended locks sleep in the kernel); scaling needs per-thread caches or "
-                "several independently locked arenas." % (b, one / 1e6, eight / 1e6, eight / one))
+                "(×%.2f). Each thread allocates from its own arena (Options::arenas: one per "
+                "hardware thread, each with its own lock and slabs) and its freed small blocks "
+                "come back through its own cache, so threads share no lock and no reference count "
+                "on the fast path; the raw driver, cuMemAllocAsync and the reference manager "
+                "(whose every allocation is a cuMemAlloc) fall with threads instead, as the "
+                "driver serialises them." % (b, one / 1e6, eight / 1e6, eight / one))
     return "\n".join(lines) if lines else None
 
 
@@ -467,12 +542,23 @@ def targets_section(results):
             details.append("%s: %s×" % (fmt_bytes(size), fmt_ratio(s)))
             if s >= 10:
                 met_sizes.append(size)
+    # Where the limit is: the smallest EMM_CUDA_MAX_PENDING_DEALLOCS_COUNT measured to reach 10×
+    # at 256 B. The verdict stays the default manager's.
+    deferral_note = ""
+    tried = measured_counts(results, b, 256)
+    if tried:
+        first = smallest_count_reaching(results, b, 256, 10)
+        deferral_note = ("; smallest measured EMM_CUDA_MAX_PENDING_DEALLOCS_COUNT reaching 10× "
+                         "at 256 B: %s" % (first if first is not None else "none measured")
+                         + " (of %s)" % ", ".join(str(c) for c, _ in tried))
     rows.append(["reference manager ≥ 10× faster than raw cuMemAlloc+cuMemFree pairs "
                  "(deferred frees)",
                  ("; ".join(details) + " — met at %d of %d sizes" % (len(met_sizes), len(details)))
                  if details else "—",
                  verdict(True if measured_any else None, 256 in met_sizes)
-                 + (" (at 256 B)" if measured_any else "")])
+                 + (" (at 256 B, default max_count %d)" % DEFAULT_MAX_COUNT
+                    if measured_any else "")
+                 + deferral_note])
 
     one = throughput(results, "pool", b, 1)
     eight = throughput(results, "pool", b, 8)
@@ -786,6 +872,12 @@ def build_document(results, meta, plot_name, plot_tool):
          "reference manager's releases are deferred (flushed 11 at a time, DEALLOC-1); "
          "cuMemAllocAsync pairs are enqueued on one stream and synchronised after the timed "
          "loop."),
+        ("Reference manager against its deferral count", deferral_section,
+         "The pairs above for the reference manager alone, with its pending-deallocation "
+         "count limit set as a user would set it: EMM_CUDA_MAX_PENDING_DEALLOCS_COUNT in the "
+         "environment its Runtime reads (DEALLOC-1, DEALLOC-7; the byte limit stays at its "
+         "default). The target is about the default manager (max_count 10); these rows measure "
+         "how far deferral alone takes it. **r** against the raw driver pair of the same run."),
         ("With 1000 live allocations", live_section,
          "1000 allocations of sizes uniform in [1 B, 1 MiB] are live while the pairs are timed."),
         ("Random-allocations replay (RMM's pattern)", replay_section,
@@ -806,9 +898,12 @@ def build_document(results, meta, plot_name, plot_tool):
             out.append("_Not run: %s_\n" % (reasons[0] if reasons else "no results"))
             continue
         for title, section, note in sections:
+            text = section(results, backend)
+            if text is None:  # nothing of it in this run (an older or filtered run)
+                continue
             out.append("### %s\n" % title)
             out.append(note + "\n")
-            out.append(section(results, backend) + "\n")
+            out.append(text + "\n")
 
     out.append("## initialize() on an initialised plugin\n")
     out.append("`initialize()` called directly on the context's plugin, and "

@@ -181,12 +181,14 @@ TEST(SlabAllocator, ALLOC_2_RandomTrafficNeverOverlapsAndCountsAddUp) {
 
 class PoolTest : public ::testing::Test {
  protected:
-  explicit PoolTest(FakeDeviceConfig device = {})
+  explicit PoolTest(FakeDeviceConfig device = {}, PoolMemoryManager::Options options = {})
       : driver_(std::make_shared<FakeDriver>(FakeSystemConfig{{device}})),
         runtime_(driver_, RuntimeOptions{[](const char*) -> std::optional<std::string> {
                    return std::nullopt;  // ignore EMM_CUDA_MEMORY_MANAGER in the environment
                  }}) {
-    runtime_.set_memory_manager<PoolMemoryManager>();
+    runtime_.set_memory_manager([options](Context* context) {
+      return std::make_unique<PoolMemoryManager>(context, options);
+    });
     context_ = &runtime_.get_context(0);
   }
 
@@ -390,7 +392,7 @@ TEST_F(PoolTest, ALLOC_10_ConcurrentTrafficLosesNothing) {
   EXPECT_EQ(failures.load(), 0);
   const PoolStatistics stats = pool().statistics();
   EXPECT_EQ(stats.allocated_blocks, 0u);
-  EXPECT_LE(stats.slab_count, 1u);  // at most the kept empty slab
+  EXPECT_LE(stats.slab_count, stats.arenas_in_use);  // at most the kept empty slab per arena
   EXPECT_EQ(driver_->invalid_frees(), 0u);
 }
 
@@ -442,8 +444,9 @@ TEST_F(PoolTest, LIFE_7_BlocksParkedBeforeResetAreNeverHandedOutAgain) {
   context_->reset();
   EXPECT_EQ(driver_->device_bytes_in_use(), 0u);
   EXPECT_EQ(pool().statistics().allocated_blocks, 0u);
+  const std::size_t allocs_before = allocs();
   auto fresh = context_->memalloc(2000);  // from a new slab, not from the inert cache
-  EXPECT_EQ(allocs(), 2u);
+  EXPECT_EQ(allocs(), allocs_before + 1);
   EXPECT_EQ(pool().statistics().allocated_blocks, 1u);
   driver_->memset_d8(fresh->device_pointer(), 0, 2000);  // inside memory the driver knows
   fresh.reset();
@@ -490,8 +493,126 @@ TEST_F(PoolTest, ALLOC_10_BlocksFreedOnOtherThreadsLoseNothing) {
   EXPECT_EQ(overlaps.load(), 0);
   const PoolStatistics stats = pool().statistics();
   EXPECT_EQ(stats.allocated_blocks, 0u);
-  EXPECT_LE(stats.slab_count, 1u);
+  EXPECT_LE(stats.slab_count, stats.arenas_in_use);
   EXPECT_EQ(driver_->invalid_frees(), 0u);
+}
+
+// --- Arenas ------------------------------------------------------------------------------------
+
+class TwoArenaPoolTest : public PoolTest {
+ protected:
+  explicit TwoArenaPoolTest(FakeDeviceConfig device = {})
+      : PoolTest(device, PoolMemoryManager::Options{.arenas = 2}) {}
+
+  // memalloc(size) on a new thread (the next home arena, round-robin).
+  std::shared_ptr<MemoryPointer> memalloc_on_new_thread(std::size_t size) {
+    std::shared_ptr<MemoryPointer> pointer;
+    std::thread([&] { pointer = context_->memalloc(size); }).join();
+    return pointer;
+  }
+};
+
+TEST_F(TwoArenaPoolTest, ThreadsAllocateFromTheirOwnArenaRoundRobin) {
+  EXPECT_EQ(pool().options().arenas, 2u);
+  auto first = context_->memalloc(1000);       // this thread: arena 0, slab 1
+  auto second = memalloc_on_new_thread(1000);  // arena 1: a slab of its own
+  EXPECT_EQ(allocs(), 2u);
+  const std::size_t slab = 2 * kMiB;
+  EXPECT_NE(first->device_pointer() / slab, second->device_pointer() / slab);
+  auto third = memalloc_on_new_thread(1000);  // arena 0 again: shares the first slab
+  EXPECT_EQ(allocs(), 2u);
+  const PoolStatistics stats = pool().statistics();
+  EXPECT_EQ(stats.arenas_in_use, 2u);
+  EXPECT_EQ(stats.slab_count, 2u);
+  EXPECT_EQ(stats.allocated_blocks, 3u);
+}
+
+TEST_F(TwoArenaPoolTest, ABlockFreedOnAnotherThreadGoesBackToItsArena) {
+  auto keep = context_->memalloc(1000);         // arena 0 in use
+  const std::size_t large = 1 * kMiB;           // above the thread caches' 32 KiB: never parked
+  auto theirs = memalloc_on_new_thread(large);  // arena 1
+  const CUdeviceptr address = theirs->device_pointer();
+  theirs.reset();  // freed here, on arena 0's thread: back to arena 1, which keeps its slab
+  EXPECT_EQ(frees(), 0u);
+  EXPECT_EQ(pool().statistics().allocated_blocks, 1u);
+  auto on_arena_0 = memalloc_on_new_thread(large);  // the third thread: arena 0's slab
+  EXPECT_NE(on_arena_0->device_pointer(), address);
+  auto on_arena_1 = memalloc_on_new_thread(large);  // the fourth: arena 1, the freed block
+  EXPECT_EQ(on_arena_1->device_pointer(), address);
+  EXPECT_EQ(allocs(), 2u);
+  EXPECT_EQ(driver_->invalid_frees(), 0u);
+}
+
+TEST_F(PoolTest, ALLOC_10_StatisticsInfoAndDeferScopesRaceSafelyWithTraffic) {
+  RecordProperty("clause", "ALLOC-10");
+  std::atomic<bool> stop{false};
+  std::atomic<int> inconsistent{0};
+  std::thread observer([&] {
+    while (!stop.load()) {
+      const PoolStatistics stats = pool().statistics();
+      if (stats.allocated_bytes > stats.slab_bytes) ++inconsistent;
+      const MemoryInfo info = context_->get_memory_info();
+      if (info.free > info.total) ++inconsistent;
+      CleanupGuard guard = pool().defer_cleanup();
+    }
+  });
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 random(static_cast<unsigned>(100 + t));
+      std::vector<std::shared_ptr<MemoryPointer>> live;
+      for (int i = 0; i < 3000; ++i) {
+        if (live.size() < 16) live.push_back(context_->memalloc(1 + random() % (64 * kKiB)));
+        live.erase(live.begin() + static_cast<std::ptrdiff_t>(random() % live.size()));
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  stop = true;
+  observer.join();
+  EXPECT_EQ(inconsistent.load(), 0);
+  const PoolStatistics stats = pool().statistics();
+  EXPECT_EQ(stats.allocated_blocks, 0u);
+  EXPECT_EQ(stats.defer_depth, 0);
+  EXPECT_LE(stats.slab_count, stats.arenas_in_use);
+  EXPECT_EQ(driver_->invalid_frees(), 0u);
+}
+
+class FullDeviceTwoArenaPoolTest : public TwoArenaPoolTest {
+ protected:
+  FullDeviceTwoArenaPoolTest() : TwoArenaPoolTest(FakeDeviceConfig{.capacity = 4 * kMiB}) {}
+};
+
+TEST_F(FullDeviceTwoArenaPoolTest, ALLOC_3_OutOfMemoryTakesAFreeBlockFromAnotherArena) {
+  RecordProperty("clause", "ALLOC-3");
+  auto mine = context_->memalloc(1 * kMiB);        // arena 0: slab of 2 MiB
+  auto theirs = memalloc_on_new_thread(1 * kMiB);  // arena 1: the device's last 2 MiB
+  auto filler = context_->memalloc(768 * kKiB);    // arena 0 has 256 KiB left
+  ASSERT_EQ(driver_->device_bytes_in_use(), 4 * kMiB);
+  // Arena 0 cannot fit 1 MiB and the device is full, but arena 1 has 1 MiB free.
+  auto borrowed = context_->memalloc(1 * kMiB);
+  EXPECT_EQ(pool().statistics().slab_count, 2u);  // no new slab: cuMemAlloc failed twice
+  EXPECT_EQ(driver_->device_bytes_in_use(), 4 * kMiB);
+  EXPECT_EQ(borrowed->device_pointer() / (2 * kMiB), theirs->device_pointer() / (2 * kMiB));
+  // With that taken too, the driver's error reaches the caller (ALLOC-3).
+  try {
+    context_->memalloc(1 * kMiB);
+    ADD_FAILURE() << "expected CudaDriverError(CUDA_ERROR_OUT_OF_MEMORY); nothing thrown";
+  } catch (const CudaDriverError& error) {
+    EXPECT_EQ(error.code(), CUDA_ERROR_OUT_OF_MEMORY) << error.what();
+  }
+  borrowed.reset();  // back to arena 1, whatever thread frees it
+  EXPECT_EQ(pool().statistics().allocated_blocks, 3u);
+  EXPECT_EQ(driver_->invalid_frees(), 0u);
+}
+
+TEST(PoolOptions, ArenasDefaultToTheHardwareThreadsAndAreBounded) {
+  const PoolMemoryManager automatic(nullptr);
+  EXPECT_GE(automatic.options().arenas, 1u);
+  EXPECT_LE(automatic.options().arenas, 32u);
+  expect_throw_message<InvalidArgumentError>(
+      [] { PoolMemoryManager(nullptr, PoolMemoryManager::Options{.arenas = 5000}); },
+      "arenas must be at most 1024 (0 picks one per hardware thread), not 5000");
 }
 
 TEST(PoolOptions, RejectsASlabSizeThatIsNotAMultipleOf256) {

@@ -9,6 +9,13 @@
 //                                                 are live: the pool target's condition
 //   LiveReplace/<subject>/<backend>/live:1000     free a random one of 1000 live allocations and
 //                                                 allocate a new random size in [1 B, 1 MiB]
+//   DeferralPair/reference/<backend>/<bytes>/max_count:<n>
+//                                                 AllocPair of the reference manager with
+//                                                 EMM_CUDA_MAX_PENDING_DEALLOCS_COUNT=n in its
+//                                                 Runtime's environment (n in {10 (NBEP 7's
+//                                                 default), 20, 40, 63}; a flush every n+1
+//                                                 frees, DEALLOC-1), bytes in {256, 64 KiB}:
+//                                                 how far deferral alone takes it
 //   Initialize/<plugin>/<backend>                 initialize() on an initialised plugin
 //   Activate/<plugin>/<backend>                   Context::prepare_for_use() (what every
 //                                                 activation costs: make current + initialize)
@@ -20,12 +27,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "bench_common.hpp"
 #include "components.hpp"
+#include "emm/host_only_memory_manager.hpp"
 
 namespace emm::bench {
 namespace {
@@ -34,25 +43,55 @@ constexpr std::size_t kLiveCount = 1000;
 constexpr std::size_t kLiveMaxBytes = std::size_t{1} << 20;
 constexpr std::size_t kLivePairBytes = 256;
 constexpr double kMinTime = 0.1;
+// DeferralPair's limits: 10 is NBEP 7's default (a flush every 11th free); 63 flushes every
+// 64th, as the driver_batched_pairs batch:64 component does.
+constexpr std::size_t kDeferralCounts[] = {10, 20, 40, 63};
+constexpr std::size_t kDeferralSizes[] = {256, std::size_t{64} << 10};
 
 template <class S>
 using HandleOf = typename std::decay_t<S>::Handle;
 
+// The timed loop of AllocPair and DeferralPair.
+template <class S>
+void time_pairs(benchmark::State& state, S& s, std::size_t bytes) {
+  HandleOf<S> handle{};
+  for (auto _ : state) {
+    handle = s.allocate(bytes);
+    benchmark::DoNotOptimize(handle);
+    s.release(handle);
+  }
+  s.finish();
+}
+
 void alloc_pair(benchmark::State& state, SharedEnvironment& shared, Backend backend,
                 Subject subject, std::size_t bytes) {
   run_benchmark(state, shared, backend, subject, [&](Environment& environment) {
-    with_subject(environment, [&](auto& s) {
-      HandleOf<decltype(s)> handle{};
-      for (auto _ : state) {
-        handle = s.allocate(bytes);
-        benchmark::DoNotOptimize(handle);
-        s.release(handle);
-      }
-      s.finish();
-    });
+    with_subject(environment, [&](auto& s) { time_pairs(state, s, bytes); });
   });
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
   state.counters["bytes"] = static_cast<double>(bytes);
+}
+
+// The reference manager's pairs with its pending-deallocation count limit set to `max_count`
+// through the environment (`shared` was built with it). The limit the manager really got is
+// checked first: an unparsed value would silently measure the default instead.
+void deferral_pair(benchmark::State& state, SharedEnvironment& shared, Backend backend,
+                   std::size_t bytes, std::size_t max_count) {
+  run_benchmark(state, shared, backend, Subject::reference, [&](Environment& environment) {
+    auto* manager =
+        dynamic_cast<HostOnlyCUDAMemoryManager*>(&environment.context().memory_manager());
+    if (manager == nullptr) throw std::logic_error("the context's manager is not the reference");
+    const std::size_t configured = manager->deallocations().config().max_count;
+    if (configured != max_count) {
+      throw std::logic_error("EMM_CUDA_MAX_PENDING_DEALLOCS_COUNT=" + std::to_string(max_count) +
+                             " gave the manager max_count " + std::to_string(configured));
+    }
+    PluginSubject subject(environment);
+    time_pairs(state, subject, bytes);
+  });
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
+  state.counters["bytes"] = static_cast<double>(bytes);
+  state.counters["max_count"] = static_cast<double>(max_count);
 }
 
 // Fills `live` with kLiveCount allocations of seeded random sizes in [1, kLiveMaxBytes].
@@ -168,6 +207,21 @@ void register_all() {
       }
       add("LivePair/" + s + "/" + b + "/live:1000/bytes:256", live_pair, backend, subject);
       add("LiveReplace/" + s + "/" + b + "/live:1000", live_replace, backend, subject);
+    }
+    for (std::size_t bytes : kDeferralSizes) {
+      for (std::size_t max_count : kDeferralCounts) {
+        const std::string count = std::to_string(max_count);
+        const std::string name =
+            "DeferralPair/reference/" + b + "/" + std::to_string(bytes) + "/max_count:" + count;
+        auto shared = std::make_shared<SharedEnvironment>(
+            isolated_options({{"EMM_CUDA_MAX_PENDING_DEALLOCS_COUNT", count}}));
+        benchmark::RegisterBenchmark(name.c_str(),
+                                     [=](benchmark::State& state) {
+                                       deferral_pair(state, *shared, backend, bytes, max_count);
+                                     })
+            ->UseRealTime()
+            ->MinTime(kMinTime);
+      }
     }
     for (Subject subject : kPlugins) {
       const std::string s(name_of(subject));

@@ -99,16 +99,21 @@ std::shared_ptr<Driver> make_driver(Backend backend) {
   return gpu.driver;
 }
 
-RuntimeOptions isolated_options() {
+RuntimeOptions isolated_options(std::map<std::string, std::string> variables) {
   RuntimeOptions options;
-  options.getenv = [](const char*) -> std::optional<std::string> { return std::nullopt; };
+  options.getenv = [variables =
+                        std::move(variables)](const char* name) -> std::optional<std::string> {
+    const auto found = variables.find(name);
+    if (found == variables.end()) return std::nullopt;
+    return found->second;
+  };
   return options;
 }
 
-Environment::Environment(Backend backend, Subject subject)
+Environment::Environment(Backend backend, Subject subject, RuntimeOptions options)
     : backend_(backend),
       subject_(subject),
-      runtime_(std::make_unique<Runtime>(make_driver(backend), isolated_options())) {
+      runtime_(std::make_unique<Runtime>(make_driver(backend), std::move(options))) {
   switch (subject) {
     case Subject::pool:
 #ifdef EMM_BENCH_HAVE_POOL
@@ -187,7 +192,7 @@ std::shared_ptr<Environment> SharedEnvironment::acquire(Backend backend, Subject
       failure_ = std::string(name_of(subject)) + " plugin is not built in this configuration";
     } else {
       try {
-        environment_ = std::make_shared<Environment>(backend, subject);
+        environment_ = std::make_shared<Environment>(backend, subject, options_);
       } catch (const DriverUnavailableError& error) {
         failure_ = error.what();
         if (failure_.rfind("no GPU", 0) != 0) failure_ = "no GPU: " + failure_;

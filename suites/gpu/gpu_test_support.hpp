@@ -1,8 +1,8 @@
 // gpu_test_support.hpp — helpers for the CUDA driver tests (suites/gpu).
 //
-// * EMM_GPU_EXPECT_THROW(Type, statement, matcher): the statement must throw `Type` (or a
-//   subclass) whose what() satisfies the GoogleMock string matcher; returns std::optional<Type>
-//   for further checks (CudaDriverError::code(), ...). Another exception, or none, is a failure.
+// * EMM_GPU_EXPECT_THROW(Type, statement, matcher): EMM_EXPECT_THROW of
+//   suites/support/expect_throw.hpp (the statement must throw `Type` whose what() satisfies the
+//   GoogleMock string matcher; returns std::optional<Type>), under this suite's name.
 // * gpu_unavailable_reason(): CudaDriver::unavailable_reason() for libcuda.so.1, asked once.
 // * pattern_byte(): the byte a test writes at an index, so a reader can check what it sees.
 // * run_ipc_child() / spawn_ipc_child(): the second process of the cross-process IPC test. The
@@ -16,46 +16,14 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <optional>
-#include <sstream>
 #include <string>
 
 #include "emm/cuda_api.hpp"
+#include "expect_throw.hpp"
 
-#define EMM_GPU_EXPECT_THROW(ErrorType, statement, message_matcher) \
-  ::emm::gpu_test::expect_throw<ErrorType>(                         \
-      [&] { statement; }, #ErrorType, #statement,                   \
-      ::testing::Matcher<const std::string&>(message_matcher), __FILE__, __LINE__)
+#define EMM_GPU_EXPECT_THROW EMM_EXPECT_THROW
 
 namespace emm::gpu_test {
-
-template <class E, class F>
-std::optional<E> expect_throw(F&& statement, const char* type_name, const char* text,
-                              const ::testing::Matcher<const std::string&>& matcher,
-                              const char* file, int line) {
-  try {
-    statement();
-  } catch (const E& error) {
-    const std::string message = error.what();
-    if (!matcher.Matches(message)) {
-      std::ostringstream expected;
-      matcher.DescribeTo(&expected);
-      ADD_FAILURE_AT(file, line) << text << " threw " << type_name << " with message\n  \""
-                                 << message << "\"\nexpected a message that " << expected.str();
-    }
-    return error;
-  } catch (const std::exception& other) {
-    ADD_FAILURE_AT(file, line) << text << " should throw " << type_name
-                               << " but threw another exception: " << other.what();
-    return std::nullopt;
-  } catch (...) {
-    ADD_FAILURE_AT(file, line) << text << " should throw " << type_name
-                               << " but threw a non-std exception";
-    return std::nullopt;
-  }
-  ADD_FAILURE_AT(file, line) << text << " should throw " << type_name << " but threw nothing";
-  return std::nullopt;
-}
 
 const std::string& gpu_unavailable_reason();
 

@@ -2,9 +2,8 @@
 //
 // * EMM_CLAUSE("REG-1"): records the clause id as a GoogleTest property and prefixes every
 //   failure message of the test with it.
-// * EMM_EXPECT_THROW(Type, statement, matcher): the statement must throw exactly-typed `Type`
-//   (or a subclass) whose what() satisfies `matcher`; returns std::optional<Type> for further
-//   checks (CudaDriverError::code(), ...). Another exception, or none, is a failure.
+// * EMM_EXPECT_THROW(Type, statement, matcher): from suites/support/expect_throw.hpp (the
+//   statement must throw `Type` whose what() satisfies `matcher`).
 // * Journal + RecordingPlugin: a default manager that records every call made into it, in
 //   order, per instance — the C++ counterpart of Numba's DeviceOnlyEMMPlugin spy.
 // * no_env(): RuntimeOptions whose environment is empty, so a developer's shell cannot change
@@ -24,7 +23,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -34,45 +32,13 @@
 #include "emm/errors.hpp"
 #include "emm/numba_memory_manager.hpp"
 #include "emm/runtime.hpp"
+#include "expect_throw.hpp"
 
 #define EMM_CLAUSE(id)                           \
   ::testing::Test::RecordProperty("clause", id); \
   SCOPED_TRACE("clause " id)
 
-#define EMM_EXPECT_THROW(ErrorType, statement, message_matcher)                                 \
-  ::emm::test::expect_throw<ErrorType>([&] { statement; }, #ErrorType, #statement,              \
-                                       ::testing::Matcher<const std::string&>(message_matcher), \
-                                       __FILE__, __LINE__)
-
 namespace emm::test {
-
-template <class E, class F>
-std::optional<E> expect_throw(F&& statement, const char* type_name, const char* text,
-                              const ::testing::Matcher<const std::string&>& matcher,
-                              const char* file, int line) {
-  try {
-    statement();
-  } catch (const E& error) {
-    const std::string message = error.what();
-    if (!matcher.Matches(message)) {
-      std::ostringstream expected;
-      matcher.DescribeTo(&expected);
-      ADD_FAILURE_AT(file, line) << text << " threw " << type_name << " with message\n  \""
-                                 << message << "\"\nexpected a message that " << expected.str();
-    }
-    return error;
-  } catch (const std::exception& other) {
-    ADD_FAILURE_AT(file, line) << text << " should throw " << type_name
-                               << " but threw another exception: " << other.what();
-    return std::nullopt;
-  } catch (...) {
-    ADD_FAILURE_AT(file, line) << text << " should throw " << type_name
-                               << " but threw a non-std exception";
-    return std::nullopt;
-  }
-  ADD_FAILURE_AT(file, line) << text << " should throw " << type_name << " but threw nothing";
-  return std::nullopt;
-}
 
 // An environment with nothing set, plus optional entries.
 inline RuntimeOptions no_env(std::map<std::string, std::string> entries = {}) {

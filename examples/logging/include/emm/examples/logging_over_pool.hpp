@@ -19,6 +19,6 @@ inline constexpr Capabilities kLoggingOverPoolCapabilities{
     .defer_cleanup_behaviour =
         "the pool's, logged as defer_cleanup_enter/exit: holds HostOnlyCUDAMemoryManager's guard "
         "(host frees deferred) and keeps every slab that becomes empty; when the last guard "
-        "ends, empty slabs beyond one 2 MiB slab go back to cuMemFree"};
+        "ends, empty slabs beyond one 2 MiB slab per arena go back to cuMemFree"};
 
 }  // namespace emm::examples

@@ -13,7 +13,8 @@ inline constexpr Capabilities kPoolCapabilities{
     .pooling = true,
     .defer_cleanup_behaviour =
         "holds HostOnlyCUDAMemoryManager's guard (host frees deferred) and keeps every slab "
-        "that becomes empty; when the last guard ends, empty slabs beyond one 2 MiB slab go "
+        "that becomes empty; when the last guard ends, empty slabs beyond one 2 MiB slab per arena "
+        "go "
         "back to cuMemFree"};
 
 }  // namespace emm::examples

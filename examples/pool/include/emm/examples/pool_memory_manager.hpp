@@ -4,7 +4,7 @@
 // gets a slab of its own, rounded up to a multiple of 2 MiB) and is handed out in blocks by a
 // SlabAllocator: every block is 256-byte aligned like cuMemAlloc's (ALLOC-11), free blocks
 // coalesce at once, and an empty slab goes back to the driver unless it is the one empty
-// standard slab the pool keeps for reuse (Options::retained_empty_slabs).
+// standard slab each arena keeps for reuse (Options::retained_empty_slabs).
 //
 //   emm::Runtime runtime(driver);
 //   runtime.set_memory_manager<emm::examples::PoolMemoryManager>();
@@ -15,7 +15,7 @@
 //    pointer keeps the pool state alive and remembers its generation, so a pointer released
 //    after reset() or after the plugin is gone does nothing (LIFE-8). Freed blocks of up to
 //    32 KiB are parked in a bounded cache of the freeing thread and reused by its next memalloc
-//    of that size without the lock; parked blocks count as free (INFO-1, statistics()) and go
+//    of that size without a lock; parked blocks count as free (INFO-1, statistics()) and go
 //    back to the pool when the cache is full, on thread exit and on out-of-memory; reset()
 //    makes every cache inert (LIFE-7).
 //  * get_memory_info (pool level, INFO-1): total = the device's total memory; free = the
@@ -25,15 +25,18 @@
 //    base), offset = view pointer - slab base, size = view size, source_info = the device.
 //  * defer_cleanup holds HostOnlyCUDAMemoryManager's guard (DEFER-3) and, while any guard is
 //    alive, keeps every slab that becomes empty; when the last guard ends, empty slabs beyond
-//    the retained one go back to the driver.
+//    the retained ones go back to the driver.
 //  * reset() releases every slab, in use or not (LIFE-7); initialize() only calls the parent,
 //    so it is idempotent (LIFE-2); the constructor makes no driver call (REG-2, LIFE-4).
 //  * Out of memory: the driver's CudaDriverError(CUDA_ERROR_OUT_OF_MEMORY) reaches the caller
-//    after the pool has given back its empty slabs and retried once (ALLOC-3).
+//    after the pool has given back its empty slabs, retried once, and found no free block that
+//    fits in any arena (ALLOC-3).
 //
-// Thread-safety: every member may be called concurrently; one mutex guards the pool state and
-// cuMemAlloc runs outside it; the thread caches are touched only by their own thread. Host
-// allocations (memhostalloc, mempin) are the parent's.
+// Thread-safety: every member may be called concurrently. The pool is split into arenas, each
+// with its own lock and slabs; every thread allocates from its home arena (given round-robin on
+// its first use of the pool), and a block goes back to the arena it came from. cuMemAlloc runs
+// outside every lock; the thread caches are touched only by their own thread. Host allocations
+// (memhostalloc, mempin) are the parent's.
 #pragma once
 
 #include <cstddef>
@@ -53,9 +56,10 @@ struct PoolStatistics {
   std::size_t slab_bytes = 0;       // held from the driver
   std::size_t allocated_bytes = 0;  // handed out (block sizes, rounded to 256)
   std::size_t allocated_blocks = 0;
-  std::size_t free_blocks = 0;  // free blocks in the size-class lists
-  std::size_t largest_free_block = 0;
-  int defer_depth = 0;  // live defer_cleanup guards
+  std::size_t free_blocks = 0;         // free blocks in the size-class lists
+  std::size_t largest_free_block = 0;  // in any one arena
+  std::size_t arenas_in_use = 0;       // arenas holding at least one slab
+  int defer_depth = 0;                 // live defer_cleanup guards
 };
 
 class PoolMemoryManager : public HostOnlyCUDAMemoryManager {
@@ -64,9 +68,12 @@ class PoolMemoryManager : public HostOnlyCUDAMemoryManager {
     // Size of a standard slab. Requests up to this size are sub-allocated from standard slabs;
     // larger ones get a slab of their own of round_up(size, slab_size) bytes.
     std::size_t slab_size = std::size_t{2} << 20;
-    // Empty standard slabs kept instead of returned to the driver (outside defer_cleanup), so a
-    // lone alloc/free pair does not call cuMemAlloc/cuMemFree every time.
+    // Empty standard slabs each arena keeps instead of returning them to the driver (outside
+    // defer_cleanup), so a lone alloc/free pair does not call cuMemAlloc/cuMemFree every time.
     std::size_t retained_empty_slabs = 1;
+    // Independently locked parts of the pool; threads are spread over them round-robin. 0 picks
+    // one per hardware thread, up to 32. 1 gives a single lock and the tightest packing.
+    std::size_t arenas = 0;
   };
 
   explicit PoolMemoryManager(Context* context);
@@ -81,6 +88,7 @@ class PoolMemoryManager : public HostOnlyCUDAMemoryManager {
   CleanupGuard defer_cleanup() override;
   int interface_version() const override { return kSupportedInterfaceVersion; }
 
+  // The options in force (arenas resolved from 0 to the number picked).
   const Options& options() const noexcept { return options_; }
   PoolStatistics statistics() const;
 

@@ -1,0 +1,177 @@
+#include "pool_state.hpp"
+
+#include <algorithm>
+#include <exception>
+#include <utility>
+
+#include "emm/diagnostics.hpp"
+
+namespace emm::examples::detail {
+
+// --- ThreadCache -------------------------------------------------------------------------------
+
+ThreadCache::ThreadCache(std::shared_ptr<PoolState> owner, std::uint64_t owner_generation,
+                         Arena& home_arena)
+    : state(std::move(owner)), generation(owner_generation), home(home_arena) {}
+
+void ThreadCache::flush(bool unregister) {
+  std::exception_ptr first_error;
+  for (std::size_t c = 0; c < lists_.size(); ++c) {
+    std::vector<Item>& list = lists_[c];
+    const std::size_t size = (c + 1) * SlabAllocator::kAlignment;
+    while (!list.empty()) {
+      const Item item = list.back();
+      list.pop_back();
+      std::lock_guard lock(item.arena->mutex);
+      // The counts change under the arena's lock, so statistics (which holds every arena lock)
+      // never sees the block both parked and free.
+      bytes_ -= size;
+      --blocks_;
+      publish();
+      if (state->generation.load(std::memory_order_relaxed) != generation) continue;  // inert
+      try {
+        state->free_block(*item.arena, item.block);
+      } catch (...) {
+        if (!first_error) first_error = std::current_exception();
+      }
+    }
+  }
+  if (unregister) {
+    std::lock_guard lock(state->registry_mutex);
+    std::erase_if(state->caches, [this](const auto& cache) { return cache.get() == this; });
+  }
+  if (first_error) std::rethrow_exception(first_error);
+}
+
+// --- PoolState ---------------------------------------------------------------------------------
+
+PoolState::PoolState(Context* owner, const PoolMemoryManager::Options& pool_options)
+    : context(owner), options(pool_options) {
+  arenas.reserve(options.arenas);
+  for (std::size_t i = 0; i < options.arenas; ++i) arenas.push_back(std::make_unique<Arena>(i));
+}
+
+void PoolState::on_slab_empty(Arena& arena, SlabAllocator::Slab* slab) {
+  if (defer_depth.load(std::memory_order_acquire) > 0) return;  // held back while a guard lives
+  if (is_standard(*slab) && arena.slabs.empty_slab_count() <= options.retained_empty_slabs) {
+    return;
+  }
+  const CUdeviceptr base = slab->base;
+  arena.slabs.remove_slab(slab);  // forgotten first: the arena stays consistent if cuMemFree fails
+  free_slab_memory(base);
+}
+
+void PoolState::free_block(Arena& arena, SlabAllocator::Block* block) {
+  if (SlabAllocator::Slab* empty = arena.slabs.free(block)) on_slab_empty(arena, empty);
+}
+
+void PoolState::trim(Arena& arena, std::size_t keep) {
+  std::exception_ptr first_error;
+  for (SlabAllocator::Slab* slab : arena.slabs.empty_slabs()) {
+    if (is_standard(*slab) && arena.slabs.empty_slab_count() <= keep) continue;
+    const CUdeviceptr base = slab->base;
+    arena.slabs.remove_slab(slab);
+    try {
+      free_slab_memory(base);
+    } catch (...) {
+      if (!first_error) first_error = std::current_exception();
+    }
+  }
+  if (first_error) std::rethrow_exception(first_error);
+}
+
+void PoolState::trim_all(std::size_t keep) {
+  std::exception_ptr first_error;
+  for (const auto& arena : arenas) {
+    std::lock_guard lock(arena->mutex);
+    try {
+      trim(*arena, keep);
+    } catch (...) {
+      if (!first_error) first_error = std::current_exception();
+    }
+  }
+  if (first_error) std::rethrow_exception(first_error);
+}
+
+std::vector<CUdeviceptr> PoolState::take_all_slabs() {
+  std::vector<std::unique_lock<std::mutex>> locks;
+  locks.reserve(arenas.size());
+  for (const auto& arena : arenas) locks.emplace_back(arena->mutex);
+  std::lock_guard registry(registry_mutex);
+  std::vector<CUdeviceptr> bases;
+  for (const auto& arena : arenas) {
+    for (const SlabAllocator::Slab* slab : arena->slabs.slabs()) bases.push_back(slab->base);
+    arena->slabs.clear();
+  }
+  generation.fetch_add(1, std::memory_order_acq_rel);
+  caches.clear();
+  return bases;
+}
+
+std::size_t PoolState::cached_bytes_locked() const noexcept {
+  std::size_t sum = 0;
+  for (const auto& cache : caches) sum += cache->published_bytes.load(std::memory_order_relaxed);
+  return sum;
+}
+
+std::size_t PoolState::cached_blocks_locked() const noexcept {
+  std::size_t sum = 0;
+  for (const auto& cache : caches) sum += cache->published_blocks.load(std::memory_order_relaxed);
+  return sum;
+}
+
+Arena& PoolState::assign_home_arena() noexcept {
+  return *arenas[next_home.fetch_add(1, std::memory_order_relaxed) % arenas.size()];
+}
+
+// --- ThreadCaches ------------------------------------------------------------------------------
+
+std::shared_ptr<ThreadCache>* ThreadCaches::find_slow(PoolState& state, std::uint64_t generation) {
+  last_ = nullptr;
+  // Forget caches made inert by a reset or a destroyed pool (their blocks are not the pool's).
+  std::erase_if(caches_, [](const auto& cache) { return !cache->current(); });
+  for (auto& cache : caches_) {
+    if (cache->state.get() == &state) return last_ = &cache;
+  }
+  auto cache = std::make_shared<ThreadCache>(state.shared_from_this(), generation,
+                                             state.assign_home_arena());
+  {
+    std::lock_guard lock(state.registry_mutex);
+    if (!cache->current()) return nullptr;
+    state.caches.push_back(cache);
+  }
+  caches_.push_back(std::move(cache));
+  return last_ = &caches_.back();
+}
+
+void ThreadCaches::flush(PoolState& state) {
+  for (const auto& cache : caches_) {
+    if (cache->state.get() == &state) cache->flush(false);
+  }
+}
+
+namespace {
+// Set when this thread's caches are gone (thread exit).
+thread_local bool t_caches_destroyed = false;
+}  // namespace
+
+ThreadCaches::~ThreadCaches() {
+  t_caches_destroyed = true;
+  t_thread_caches = nullptr;
+  for (const auto& cache : caches_) {
+    try {
+      cache->flush(true);
+    } catch (const std::exception& error) {
+      Diagnostics::ignored_exception("PoolMemoryManager thread exit", error.what());
+    }
+  }
+}
+
+ThreadCaches* make_thread_caches() {
+  if (t_caches_destroyed) return nullptr;
+  thread_local ThreadCaches caches;
+  t_thread_caches = &caches;
+  return &caches;
+}
+
+}  // namespace emm::examples::detail

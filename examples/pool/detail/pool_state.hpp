@@ -1,0 +1,223 @@
+// examples/pool/detail/pool_state.hpp — the pool's shared state: arenas, generations and the
+// per-thread caches (internal to the pool example; PoolMemoryManager is the public face).
+//
+// PoolState is everything the pool owns, shared with the finalizers of the pointers it hands
+// out. It is split into arenas so that threads do not queue on one lock:
+//
+//   * Arena: a mutex and a SlabAllocator with its own slabs. Each thread that uses the pool is
+//     given a home arena, round-robin (the first thread arena 0, the next arena 1, ...), and
+//     allocates there; a block goes back to the arena it came from, whichever thread frees it.
+//     With as many arenas as allocating threads, each lock is taken by one thread only and
+//     costs what an uncontended lock costs.
+//   * ThreadCache: per thread and pool, freed blocks of up to 32 KiB parked per exact size, so a
+//     thread that frees and allocates the same sizes needs no lock at all. It also remembers
+//     the thread's home arena and keeps the state alive for the small blocks it hands out (its
+//     own reference count: threads do not contend on the state's).
+//   * generation: bumped by reset() and the destructor after they took every slab. A pointer,
+//     a cache or a parked block of an older generation is inert: its slab was given back, so
+//     it must never be touched or handed out again (LIFE-7, LIFE-8).
+//
+// Locking: arena mutexes are taken in index order when more than one is held (reset,
+// statistics), then `registry_mutex`; code holding `registry_mutex` takes no arena mutex.
+// cuMemFree of an empty slab runs under its arena's lock; cuMemAlloc of a new slab under none.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "emm/context.hpp"
+#include "emm/examples/pool_memory_manager.hpp"
+#include "emm/examples/slab_allocator.hpp"
+
+namespace emm::examples::detail {
+
+struct PoolState;
+
+// One independently locked part of the pool. Aligned so that two arenas' locks never share a
+// cache line.
+struct alignas(64) Arena {
+  explicit Arena(std::size_t arena_index) : index(arena_index) {}
+
+  std::mutex mutex;
+  SlabAllocator slabs;
+  const std::size_t index;
+};
+
+// Freed small blocks of one pool kept by one thread, per exact size. Only the owning thread
+// touches the lists; the byte and block counts are published for statistics and
+// get_memory_info. A parked block stays allocated in its arena's SlabAllocator (so no one else
+// gets it: ALLOC-2) and is given back when its list is full, when the thread exits, or when
+// cuMemAlloc runs out of memory on this thread. Block descriptors are only dereferenced under
+// their arena's lock with the generation checked: the address a block is handed out at is
+// cached beside it.
+struct ThreadCache {
+  static constexpr std::size_t kMaxBlockBytes = 32 * 1024;  // larger sizes are never cached
+  static constexpr std::size_t kClasses = kMaxBlockBytes / SlabAllocator::kAlignment;
+  static constexpr std::size_t kMaxBlocksPerClass = 64;
+  static constexpr std::size_t kMaxBytesPerClass = 256 * 1024;
+  static constexpr std::size_t kMaxBytes = 4 * 1024 * 1024;  // per thread and pool
+
+  struct Item {
+    Arena* arena;
+    SlabAllocator::Block* block;
+    CUdeviceptr address;
+  };
+
+  ThreadCache(std::shared_ptr<PoolState> owner, std::uint64_t owner_generation, Arena& home);
+
+  inline bool current() const noexcept;
+
+  // Parks a freed block of `size` bytes (rounded); false when the bounds say it must go back.
+  bool put(const Item& item, std::size_t size) {
+    std::vector<Item>& list = lists_[size / SlabAllocator::kAlignment - 1];
+    if (list.size() >= kMaxBlocksPerClass || (list.size() + 1) * size > kMaxBytesPerClass ||
+        bytes_ + size > kMaxBytes) {
+      return false;
+    }
+    list.push_back(item);
+    bytes_ += size;
+    ++blocks_;
+    publish();
+    return true;
+  }
+
+  // A parked block of exactly `size` bytes (rounded), if there is one.
+  bool take(std::size_t size, Item& item) noexcept {
+    std::vector<Item>& list = lists_[size / SlabAllocator::kAlignment - 1];
+    if (list.empty()) return false;
+    item = list.back();
+    list.pop_back();
+    bytes_ -= size;
+    --blocks_;
+    publish();
+    return true;
+  }
+
+  // Gives every parked block back to its arena (out of memory, thread exit) and, with
+  // `unregister`, leaves the pool's registry. Takes the arena locks one at a time; no lock may
+  // be held by the caller.
+  void flush(bool unregister);
+
+  const std::shared_ptr<PoolState> state;
+  const std::uint64_t generation;
+  Arena& home;  // where this thread allocates
+
+ private:
+  void publish() noexcept {
+    published_bytes.store(bytes_, std::memory_order_relaxed);
+    published_blocks.store(blocks_, std::memory_order_relaxed);
+  }
+
+  std::array<std::vector<Item>, kClasses> lists_;
+  std::size_t bytes_ = 0;  // owner thread only
+  std::size_t blocks_ = 0;
+
+ public:
+  // Read by other threads (statistics, get_memory_info); on their own cache line.
+  alignas(64) std::atomic<std::size_t> published_bytes{0};
+  std::atomic<std::size_t> published_blocks{0};
+};
+
+struct PoolState : std::enable_shared_from_this<PoolState> {
+  PoolState(Context* owner, const PoolMemoryManager::Options& pool_options);
+
+  // cuMemFree needs no current context (the driver finds the allocation's own), so this is
+  // safe from a finalizer on any thread.
+  void free_slab_memory(CUdeviceptr base) const { context->driver().mem_free(base); }
+
+  bool is_standard(const SlabAllocator::Slab& slab) const noexcept {
+    return slab.size == options.slab_size;
+  }
+
+  // Called with `arena`'s lock held when `slab` has just become empty: keeps it while a
+  // defer_cleanup guard lives, or as the arena's retained empty slab; else gives it back.
+  void on_slab_empty(Arena& arena, SlabAllocator::Slab* slab);
+  // Returns `block` (of the current generation) to `arena`. Lock held.
+  void free_block(Arena& arena, SlabAllocator::Block* block);
+
+  // Gives back `arena`'s empty slabs, keeping up to `keep` empty standard ones. Lock held.
+  void trim(Arena& arena, std::size_t keep);
+  // trim() on every arena, taking each lock in turn.
+  void trim_all(std::size_t keep);
+
+  // Locks every arena (index order) and the registry, forgets every slab and returns their
+  // bases (reset, destruction). The generation bump makes every pointer, cache and parked block
+  // of the old generation inert (LIFE-7, LIFE-8).
+  std::vector<CUdeviceptr> take_all_slabs();
+
+  // Blocks parked in thread caches (allocated in the arenas, free for the pool's users).
+  // Registry lock held.
+  std::size_t cached_bytes_locked() const noexcept;
+  std::size_t cached_blocks_locked() const noexcept;
+
+  // The next thread to use the pool gets this home arena.
+  Arena& assign_home_arena() noexcept;
+
+  Context* context;  // null for the version probe
+  const PoolMemoryManager::Options options;
+  std::vector<std::unique_ptr<Arena>> arenas;  // options.arenas of them, fixed
+  // Written with every arena locked; read without a lock by the caches and finalizers, which
+  // compare it with their own, and under one arena lock before touching that arena.
+  std::atomic<std::uint64_t> generation{0};
+  std::atomic<int> defer_depth{0};
+  std::atomic<std::size_t> next_home{0};
+  // The thread caches of the current generation (so reset() can forget them and statistics can
+  // count their bytes).
+  mutable std::mutex registry_mutex;
+  std::vector<std::shared_ptr<ThreadCache>> caches;
+};
+
+bool ThreadCache::current() const noexcept {
+  return state->generation.load(std::memory_order_acquire) == generation;
+}
+
+// This thread's caches, one per pool it used. The last one used is checked first.
+class ThreadCaches {
+ public:
+  ThreadCaches() = default;
+  ThreadCaches(const ThreadCaches&) = delete;
+  ThreadCaches& operator=(const ThreadCaches&) = delete;
+  ~ThreadCaches();  // flushes every cache (thread exit)
+
+  // This thread's cache of `state`, of its current generation, registered on first use; null if
+  // a reset raced with the registration.
+  std::shared_ptr<ThreadCache>* find(PoolState& state) {
+    const std::uint64_t generation = state.generation.load(std::memory_order_acquire);
+    if (last_ != nullptr && (*last_)->state.get() == &state && (*last_)->generation == generation) {
+      return last_;
+    }
+    return find_slow(state, generation);
+  }
+
+  // Gives this thread's parked blocks of `state` back (before trimming on out of memory).
+  void flush(PoolState& state);
+
+ private:
+  std::shared_ptr<ThreadCache>* find_slow(PoolState& state, std::uint64_t generation);
+
+  std::vector<std::shared_ptr<ThreadCache>> caches_;
+  std::shared_ptr<ThreadCache>* last_ = nullptr;
+};
+
+// Set to this thread's caches on their first use and back to null when they are destroyed
+// (thread exit): a plain pointer, so the hot path reads it without a thread_local guard.
+inline thread_local ThreadCaches* t_thread_caches = nullptr;
+
+// Makes this thread's caches; null during thread exit.
+ThreadCaches* make_thread_caches();
+
+// This thread's caches, or null during thread exit (a pointer released by a later
+// thread_local destructor goes straight back to its arena).
+inline ThreadCaches* thread_caches() {
+  if (ThreadCaches* caches = t_thread_caches) [[likely]] {
+    return caches;
+  }
+  return make_thread_caches();
+}
+
+}  // namespace emm::examples::detail
