@@ -356,7 +356,8 @@ COMPONENT_NOTES = {
     "auto_free_pointer_own": "make_shared<AutoFreePointer>()->own() + release: the reference "
                              "manager's object model",
     "pending_deallocs_add_item": "one deferred free (queue, and a flush every 11th)",
-    "mutex_lock_unlock": "an uncontended std::mutex (a pool pair that misses the thread cache takes two)",
+    "mutex_lock_unlock": ("an uncontended std::mutex (a pool pair that misses the thread cache "
+                          "takes two)"),
     "slab_allocator_pair_1000_live": "the pool's bookkeeping alone: SlabAllocator "
                                      "allocate(256) + free with 1000 blocks live",
 }
@@ -455,8 +456,8 @@ def limits_section(results):
             lines.append(
                 "- **pool, random replay N = 1000, gpu**: the pool asks the driver for %.3g slab "
                 "allocations and as many frees per operation (counted on the fake backend) — it "
-                "keeps one empty slab per arena and gives the others back at once — and a cuMemAlloc + "
-                "cuMemFree pair costs %s here, so slab traffic alone is ≈ %s of the measured %s "
+                "keeps one empty slab per arena and gives the others back at once — and a "
+                "cuMemAlloc + cuMemFree pair costs %s here, so slab traffic alone is ≈ %s of the measured %s "
                 "per operation. Keeping empty slabs up to a release threshold (as CUDA's own pool "
                 "does) removes it." % (calls, fmt_ns(raw), fmt_ns(calls * raw), fmt_ns(replay)))
         one = throughput(results, "pool", b, 1)
