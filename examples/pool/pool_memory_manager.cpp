@@ -97,15 +97,9 @@ std::shared_ptr<MemoryPointer> make_pool_pointer(Context* context, PoolState& st
 }
 
 void release_slabs(PoolState& state, const std::vector<CUdeviceptr>& bases) {
-  std::exception_ptr first_error;
-  for (CUdeviceptr base : bases) {
-    try {
-      state.free_slab_memory(base);
-    } catch (...) {
-      if (!first_error) first_error = std::current_exception();
-    }
-  }
-  if (first_error) std::rethrow_exception(first_error);
+  detail::FirstError first;
+  for (CUdeviceptr base : bases) first.run([&] { state.free_slab_memory(base); });
+  first.rethrow();
 }
 
 std::size_t round_up_to(std::size_t size, std::size_t multiple) {
@@ -170,6 +164,7 @@ std::shared_ptr<MemoryPointer> PoolMemoryManager::memalloc(std::size_t size) {
   {
     std::lock_guard lock(item.arena->mutex);
     item.block = item.arena->slabs.allocate(need);
+    if (item.block != nullptr) item.address = item.block->address;  // read under the lock
     generation = state.generation.load(std::memory_order_relaxed);
   }
 
@@ -193,14 +188,7 @@ std::shared_ptr<MemoryPointer> PoolMemoryManager::memalloc(std::size_t size) {
       } catch (const CudaDriverError& again) {
         if (again.code() != CUDA_ERROR_OUT_OF_MEMORY) throw;
         // The device is full, but another arena may hold a free block that fits.
-        for (const auto& arena : state.arenas) {
-          std::lock_guard lock(arena->mutex);
-          if (SlabAllocator::Block* block = arena->slabs.allocate(need)) {
-            item = ThreadCache::Item{arena.get(), block, block->address};
-            generation = state.generation.load(std::memory_order_relaxed);
-            break;
-          }
-        }
+        item = state.allocate_from_any_arena(need, generation);
         if (item.block == nullptr) throw;  // ALLOC-3: the driver's error reaches the caller
       }
     }
@@ -213,10 +201,10 @@ std::shared_ptr<MemoryPointer> PoolMemoryManager::memalloc(std::size_t size) {
       std::lock_guard lock(item.arena->mutex);
       item.block =
           item.arena->slabs.allocate_from(item.arena->slabs.add_slab(base, slab_size), need);
+      item.address = item.block->address;
       generation = state.generation.load(std::memory_order_relaxed);
     }
   }
-  item.address = item.block->address;
 
   // The pointer keeps the pool alive through this thread's cache (its own reference count).
   std::shared_ptr<void> keep_alive;
@@ -291,9 +279,7 @@ CleanupGuard PoolMemoryManager::defer_cleanup() {
 }
 
 PoolStatistics PoolMemoryManager::statistics() const {
-  std::vector<std::unique_lock<std::mutex>> locks;
-  locks.reserve(pool_->arenas.size());
-  for (const auto& arena : pool_->arenas) locks.emplace_back(arena->mutex);
+  const auto locks = pool_->lock_all_arenas();
   std::lock_guard registry(pool_->registry_mutex);
   PoolStatistics stats;
   for (const auto& arena : pool_->arenas) {

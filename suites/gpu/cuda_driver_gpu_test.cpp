@@ -114,7 +114,7 @@ TEST_F(CudaDriverGpu, DeviceIdentityIsThePciAttributes) {
 
 TEST_F(CudaDriverGpu, InvalidDeviceIsCudaDriverError) {
   const int count = driver_->device_get_count();
-  auto error = EMM_GPU_EXPECT_THROW(
+  auto error = EMM_EXPECT_THROW(
       CudaDriverError, driver_->device_get_attribute(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, count),
       AllOf(StartsWith("cuDeviceGetAttribute failed: CUDA_ERROR_INVALID_DEVICE"),
             HasSubstr("device " + std::to_string(count))));
@@ -242,7 +242,7 @@ TEST_F(CudaDriverGpu, IpcHandleOpensInAnotherProcessAtTheAllocationBase) {
 TEST_F(CudaDriverGpu, IpcHandleCannotBeOpenedInTheExportingProcess) {
   DeviceBuffer buffer(*driver_, kMiB);
   const CUipcMemHandle handle = driver_->ipc_get_mem_handle(buffer.get());
-  auto error = EMM_GPU_EXPECT_THROW(
+  auto error = EMM_EXPECT_THROW(
       CudaDriverError, driver_->ipc_open_mem_handle(handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
       StartsWith("cuIpcOpenMemHandle failed: CUDA_ERROR_INVALID_CONTEXT"));
   ASSERT_TRUE(error.has_value());
@@ -286,14 +286,14 @@ TEST_F(CudaDriverGpu, HostRegisterUnregisterAndRegisterAgain) {
   const CUdeviceptr device = driver_->mem_host_get_device_pointer(host, 0);
   EXPECT_EQ(read(device, size), pattern(size, 9));
 
-  auto twice = EMM_GPU_EXPECT_THROW(
+  auto twice = EMM_EXPECT_THROW(
       CudaDriverError, driver_->mem_host_register(host, size, CU_MEMHOSTREGISTER_DEVICEMAP),
       StartsWith("cuMemHostRegister failed: CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED"));
   ASSERT_TRUE(twice.has_value());
   EXPECT_EQ(twice->code(), CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
 
   driver_->mem_host_unregister(host);
-  auto not_registered = EMM_GPU_EXPECT_THROW(
+  auto not_registered = EMM_EXPECT_THROW(
       CudaDriverError, driver_->mem_host_unregister(host),
       StartsWith("cuMemHostUnregister failed: CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED"));
   ASSERT_TRUE(not_registered.has_value());
@@ -328,9 +328,8 @@ TEST_F(CudaDriverGpu, ModuleLoadDataLoadsAnEmptyPtxModule) {
   driver_->module_unload(module);
 
   static constexpr char kNotAnImage[] = "this is not a module image";
-  auto error =
-      EMM_GPU_EXPECT_THROW(CudaDriverError, driver_->module_load_data(kNotAnImage),
-                           StartsWith("cuModuleLoadData failed: CUDA_ERROR_INVALID_IMAGE"));
+  auto error = EMM_EXPECT_THROW(CudaDriverError, driver_->module_load_data(kNotAnImage),
+                                StartsWith("cuModuleLoadData failed: CUDA_ERROR_INVALID_IMAGE"));
   ASSERT_TRUE(error.has_value());
   EXPECT_EQ(error->call(), "cuModuleLoadData");
 }
@@ -339,9 +338,9 @@ TEST_F(CudaDriverGpu, ModuleLoadDataLoadsAnEmptyPtxModule) {
 // the driver is usable afterwards.
 TEST_F(CudaDriverGpu, OutOfMemoryForOnePebibyteIsCudaDriverError) {
   const std::size_t one_pib = std::size_t{1} << 50;
-  auto error = EMM_GPU_EXPECT_THROW(CudaDriverError, driver_->mem_alloc(one_pib),
-                                    AllOf(StartsWith("cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY"),
-                                          HasSubstr(std::to_string(one_pib) + " bytes")));
+  auto error = EMM_EXPECT_THROW(CudaDriverError, driver_->mem_alloc(one_pib),
+                                AllOf(StartsWith("cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY"),
+                                      HasSubstr(std::to_string(one_pib) + " bytes")));
   ASSERT_TRUE(error.has_value());
   EXPECT_EQ(error->code(), CUDA_ERROR_OUT_OF_MEMORY);
   EXPECT_EQ(error->call(), "cuMemAlloc");
@@ -351,8 +350,8 @@ TEST_F(CudaDriverGpu, OutOfMemoryForOnePebibyteIsCudaDriverError) {
 
 TEST_F(CudaDriverGpu, FreeOfAnUnknownPointerIsCudaDriverError) {
   const CUdeviceptr bogus = 0x10;
-  auto error = EMM_GPU_EXPECT_THROW(CudaDriverError, driver_->mem_free(bogus),
-                                    StartsWith("cuMemFree failed: CUDA_ERROR_INVALID_VALUE"));
+  auto error = EMM_EXPECT_THROW(CudaDriverError, driver_->mem_free(bogus),
+                                StartsWith("cuMemFree failed: CUDA_ERROR_INVALID_VALUE"));
   ASSERT_TRUE(error.has_value());
   EXPECT_EQ(error->call(), "cuMemFree");
 }
@@ -418,9 +417,8 @@ TEST_F(CudaDriverGpu, PeerAccessQueryOnEveryDevicePair) {
 TEST_F(CudaDriverGpu, PrimaryCtxResetDestroysTheContextUntilRetainedAgain) {
   const CUdeviceptr pointer = driver_->mem_alloc(kMiB);  // not freed: the reset destroys it
   driver_->primary_ctx_reset(kDevice);
-  auto stale =
-      EMM_GPU_EXPECT_THROW(CudaDriverError, driver_->mem_alloc(kMiB),
-                           StartsWith("cuMemAlloc failed: CUDA_ERROR_CONTEXT_IS_DESTROYED"));
+  auto stale = EMM_EXPECT_THROW(CudaDriverError, driver_->mem_alloc(kMiB),
+                                StartsWith("cuMemAlloc failed: CUDA_ERROR_CONTEXT_IS_DESTROYED"));
   ASSERT_TRUE(stale.has_value());
   EXPECT_EQ(stale->code(), CUDA_ERROR_CONTEXT_IS_DESTROYED);
 
@@ -429,8 +427,8 @@ TEST_F(CudaDriverGpu, PrimaryCtxResetDestroysTheContextUntilRetainedAgain) {
   context_ = driver_->primary_ctx_retain(kDevice);
   driver_->primary_ctx_release(kDevice);
   driver_->ctx_set_current(context_);
-  auto gone = EMM_GPU_EXPECT_THROW(CudaDriverError, driver_->mem_get_address_range(pointer),
-                                   StartsWith("cuMemGetAddressRange failed: CUDA_ERROR_NOT_FOUND"));
+  auto gone = EMM_EXPECT_THROW(CudaDriverError, driver_->mem_get_address_range(pointer),
+                               StartsWith("cuMemGetAddressRange failed: CUDA_ERROR_NOT_FOUND"));
   ASSERT_TRUE(gone.has_value());
   EXPECT_EQ(gone->call(), "cuMemGetAddressRange");
   DeviceBuffer after(*driver_, kMiB);

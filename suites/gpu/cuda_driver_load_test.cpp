@@ -30,7 +30,7 @@ constexpr const char* kFakeBackendAdvice = "Use the fake backend (--backend fake
 
 TEST(CudaDriverLoad, MissingLibraryIsDriverUnavailableError) {
   RecordProperty("spec", "2.1");
-  EMM_GPU_EXPECT_THROW(
+  EMM_EXPECT_THROW(
       DriverUnavailableError, CudaDriver::load("libdoes-not-exist.so"),
       AllOf(StartsWith("libdoes-not-exist.so could not be loaded ("),
             HasSubstr("could not be loaded"), ContainsRegex("could not be loaded \\(.+\\): "),
@@ -53,7 +53,7 @@ TEST(CudaDriverLoad, UnavailableReasonIsTheLoadMessage) {
 TEST(CudaDriverLoad, LibraryWithoutCuGetProcAddressIsRejected) {
   RecordProperty("spec", "2.1");
   // libm is on every glibc system and exports no CUDA symbol.
-  EMM_GPU_EXPECT_THROW(
+  EMM_EXPECT_THROW(
       DriverUnavailableError, CudaDriver::load("libm.so.6"),
       Eq(std::string("libm.so.6 is not a usable CUDA driver: it has no cuGetProcAddress (an "
                      "NVIDIA driver older than CUDA 11.3, or not the CUDA driver at all). ") +
@@ -127,7 +127,7 @@ TEST_F(StubCudaDriver, MissingEntryPointIsDriverUnavailableError) {
   EmmStubConfig config;
   config.missing_entry_point = "cuMemFreeAsync";
   configure(config);
-  EMM_GPU_EXPECT_THROW(
+  EMM_EXPECT_THROW(
       DriverUnavailableError, CudaDriver::load(kPath),
       Eq(std::string(kPath) +
          " does not provide the CUDA driver entry point cuMemFreeAsync for CUDA 12.0 "
@@ -144,40 +144,40 @@ TEST_F(StubCudaDriver, CuInitFailureIsDriverUnavailableErrorNamingTheResult) {
                                ", CUDA driver 13.0): the NVIDIA driver is installed but sees no "
                                "GPU (check nvidia-smi and CUDA_VISIBLE_DEVICES). " +
                                kFakeBackendAdvice + ".";
-  EMM_GPU_EXPECT_THROW(DriverUnavailableError, CudaDriver::load(kPath), Eq(expected));
+  EMM_EXPECT_THROW(DriverUnavailableError, CudaDriver::load(kPath), Eq(expected));
   EXPECT_EQ(CudaDriver::unavailable_reason(kPath), expected);
 
   config.init_result = CUDA_ERROR_STUB_LIBRARY;
   configure(config);
-  EMM_GPU_EXPECT_THROW(DriverUnavailableError, CudaDriver::load(kPath),
-                       AllOf(StartsWith("cuInit(0) failed with CUDA_ERROR_STUB_LIBRARY"),
-                             HasSubstr("the CUDA Toolkit's stub library, not the NVIDIA driver"),
-                             EndsWith(kFakeBackendAdvice + std::string("."))));
+  EMM_EXPECT_THROW(DriverUnavailableError, CudaDriver::load(kPath),
+                   AllOf(StartsWith("cuInit(0) failed with CUDA_ERROR_STUB_LIBRARY"),
+                         HasSubstr("the CUDA Toolkit's stub library, not the NVIDIA driver"),
+                         EndsWith(kFakeBackendAdvice + std::string("."))));
 }
 
 TEST_F(StubCudaDriver, NoDeviceIsDriverUnavailableError) {
   EmmStubConfig config;
   config.device_count = 0;
   configure(config);
-  EMM_GPU_EXPECT_THROW(DriverUnavailableError, CudaDriver::load(kPath),
-                       Eq(std::string("the CUDA driver (") + kPath +
-                          ", CUDA 13.0) reports no CUDA device (check nvidia-smi and "
-                          "CUDA_VISIBLE_DEVICES). " +
-                          kFakeBackendAdvice + "."));
+  EMM_EXPECT_THROW(DriverUnavailableError, CudaDriver::load(kPath),
+                   Eq(std::string("the CUDA driver (") + kPath +
+                      ", CUDA 13.0) reports no CUDA device (check nvidia-smi and "
+                      "CUDA_VISIBLE_DEVICES). " +
+                      kFakeBackendAdvice + "."));
 }
 
 TEST_F(StubCudaDriver, FailingCallThrowsCudaDriverErrorWithResultAndCall) {
   CudaDriver& driver = load_with_context();
   const std::size_t two_gib = std::size_t{2} << 30;  // over the stub's 1 GiB limit
-  auto oom = EMM_GPU_EXPECT_THROW(CudaDriverError, driver.mem_alloc(two_gib),
-                                  AllOf(StartsWith("cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY"),
-                                        HasSubstr("2147483648 bytes")));
+  auto oom = EMM_EXPECT_THROW(CudaDriverError, driver.mem_alloc(two_gib),
+                              AllOf(StartsWith("cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY"),
+                                    HasSubstr("2147483648 bytes")));
   ASSERT_TRUE(oom.has_value());
   EXPECT_EQ(oom->code(), CUDA_ERROR_OUT_OF_MEMORY);
   EXPECT_EQ(oom->call(), "cuMemAlloc");
   EXPECT_EQ(oom->code_name(), "CUDA_ERROR_OUT_OF_MEMORY");
 
-  auto bad_device = EMM_GPU_EXPECT_THROW(
+  auto bad_device = EMM_EXPECT_THROW(
       CudaDriverError, driver.device_get_attribute(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, 5),
       AllOf(StartsWith("cuDeviceGetAttribute failed: CUDA_ERROR_INVALID_DEVICE"),
             HasSubstr("device 5")));
@@ -186,9 +186,8 @@ TEST_F(StubCudaDriver, FailingCallThrowsCudaDriverErrorWithResultAndCall) {
   EXPECT_EQ(bad_device->call(), "cuDeviceGetAttribute");
 
   driver.ctx_set_current(nullptr);
-  auto no_context =
-      EMM_GPU_EXPECT_THROW(CudaDriverError, driver.mem_alloc(256),
-                           StartsWith("cuMemAlloc failed: CUDA_ERROR_INVALID_CONTEXT"));
+  auto no_context = EMM_EXPECT_THROW(CudaDriverError, driver.mem_alloc(256),
+                                     StartsWith("cuMemAlloc failed: CUDA_ERROR_INVALID_CONTEXT"));
   ASSERT_TRUE(no_context.has_value());
   EXPECT_EQ(no_context->code(), CUDA_ERROR_INVALID_CONTEXT);
 }
@@ -238,9 +237,9 @@ TEST_F(StubCudaDriver, ForwardsArgumentsAndResults) {
   EXPECT_EQ(state().live_bytes, 0u);
   std::ostringstream hex;
   hex << std::hex << base;
-  auto double_free = EMM_GPU_EXPECT_THROW(
-      CudaDriverError, driver.mem_free(base),
-      Eq("cuMemFree failed: CUDA_ERROR_INVALID_VALUE: pointer 0x" + hex.str()));
+  auto double_free =
+      EMM_EXPECT_THROW(CudaDriverError, driver.mem_free(base),
+                       Eq("cuMemFree failed: CUDA_ERROR_INVALID_VALUE: pointer 0x" + hex.str()));
   ASSERT_TRUE(double_free.has_value());
   EXPECT_EQ(double_free->call(), "cuMemFree");
 }

@@ -1,8 +1,7 @@
 // gpu_test_support.hpp — helpers for the CUDA driver tests (suites/gpu).
 //
-// * EMM_GPU_EXPECT_THROW(Type, statement, matcher): EMM_EXPECT_THROW of
-//   suites/support/expect_throw.hpp (the statement must throw `Type` whose what() satisfies the
-//   GoogleMock string matcher; returns std::optional<Type>), under this suite's name.
+// * EMM_EXPECT_THROW(Type, statement, matcher): from suites/support/expect_throw.hpp (the
+//   statement must throw `Type` whose what() satisfies the GoogleMock string matcher).
 // * gpu_unavailable_reason(): CudaDriver::unavailable_reason() for libcuda.so.1, asked once.
 // * pattern_byte(): the byte a test writes at an index, so a reader can check what it sees.
 // * run_ipc_child() / spawn_ipc_child(): the second process of the cross-process IPC test. The
@@ -20,8 +19,6 @@
 
 #include "emm/cuda_api.hpp"
 #include "expect_throw.hpp"
-
-#define EMM_GPU_EXPECT_THROW EMM_EXPECT_THROW
 
 namespace emm::gpu_test {
 

@@ -1,7 +1,6 @@
 #include "pool_state.hpp"
 
 #include <algorithm>
-#include <exception>
 #include <utility>
 
 #include "emm/diagnostics.hpp"
@@ -15,7 +14,7 @@ ThreadCache::ThreadCache(std::shared_ptr<PoolState> owner, std::uint64_t owner_g
     : state(std::move(owner)), generation(owner_generation), home(home_arena) {}
 
 void ThreadCache::flush(bool unregister) {
-  std::exception_ptr first_error;
+  FirstError first;
   for (std::size_t c = 0; c < lists_.size(); ++c) {
     std::vector<Item>& list = lists_[c];
     const std::size_t size = (c + 1) * SlabAllocator::kAlignment;
@@ -29,18 +28,14 @@ void ThreadCache::flush(bool unregister) {
       --blocks_;
       publish();
       if (state->generation.load(std::memory_order_relaxed) != generation) continue;  // inert
-      try {
-        state->free_block(*item.arena, item.block);
-      } catch (...) {
-        if (!first_error) first_error = std::current_exception();
-      }
+      first.run([&] { state->free_block(*item.arena, item.block); });
     }
   }
   if (unregister) {
     std::lock_guard lock(state->registry_mutex);
     std::erase_if(state->caches, [this](const auto& cache) { return cache.get() == this; });
   }
-  if (first_error) std::rethrow_exception(first_error);
+  first.rethrow();
 }
 
 // --- PoolState ---------------------------------------------------------------------------------
@@ -56,47 +51,58 @@ void PoolState::on_slab_empty(Arena& arena, SlabAllocator::Slab* slab) {
   if (is_standard(*slab) && arena.slabs.empty_slab_count() <= options.retained_empty_slabs) {
     return;
   }
-  const CUdeviceptr base = slab->base;
-  arena.slabs.remove_slab(slab);  // forgotten first: the arena stays consistent if cuMemFree fails
-  free_slab_memory(base);
+  release_slab(arena, slab);
 }
 
 void PoolState::free_block(Arena& arena, SlabAllocator::Block* block) {
   if (SlabAllocator::Slab* empty = arena.slabs.free(block)) on_slab_empty(arena, empty);
 }
 
+void PoolState::release_slab(Arena& arena, SlabAllocator::Slab* slab) {
+  const CUdeviceptr base = slab->base;
+  arena.slabs.remove_slab(slab);
+  free_slab_memory(base);
+}
+
 void PoolState::trim(Arena& arena, std::size_t keep) {
-  std::exception_ptr first_error;
+  FirstError first;
   for (SlabAllocator::Slab* slab : arena.slabs.empty_slabs()) {
     if (is_standard(*slab) && arena.slabs.empty_slab_count() <= keep) continue;
-    const CUdeviceptr base = slab->base;
-    arena.slabs.remove_slab(slab);
-    try {
-      free_slab_memory(base);
-    } catch (...) {
-      if (!first_error) first_error = std::current_exception();
-    }
+    first.run([&] { release_slab(arena, slab); });
   }
-  if (first_error) std::rethrow_exception(first_error);
+  first.rethrow();
 }
 
 void PoolState::trim_all(std::size_t keep) {
-  std::exception_ptr first_error;
+  FirstError first;
   for (const auto& arena : arenas) {
     std::lock_guard lock(arena->mutex);
-    try {
-      trim(*arena, keep);
-    } catch (...) {
-      if (!first_error) first_error = std::current_exception();
-    }
+    first.run([&] { trim(*arena, keep); });
   }
-  if (first_error) std::rethrow_exception(first_error);
+  first.rethrow();
 }
 
-std::vector<CUdeviceptr> PoolState::take_all_slabs() {
+std::vector<std::unique_lock<std::mutex>> PoolState::lock_all_arenas() {
   std::vector<std::unique_lock<std::mutex>> locks;
   locks.reserve(arenas.size());
   for (const auto& arena : arenas) locks.emplace_back(arena->mutex);
+  return locks;
+}
+
+ThreadCache::Item PoolState::allocate_from_any_arena(std::size_t need,
+                                                     std::uint64_t& block_generation) {
+  for (const auto& arena : arenas) {
+    std::lock_guard lock(arena->mutex);
+    if (SlabAllocator::Block* block = arena->slabs.allocate(need)) {
+      block_generation = generation.load(std::memory_order_relaxed);
+      return ThreadCache::Item{arena.get(), block, block->address};
+    }
+  }
+  return ThreadCache::Item{nullptr, nullptr, 0};
+}
+
+std::vector<CUdeviceptr> PoolState::take_all_slabs() {
+  const auto locks = lock_all_arenas();
   std::lock_guard registry(registry_mutex);
   std::vector<CUdeviceptr> bases;
   for (const auto& arena : arenas) {

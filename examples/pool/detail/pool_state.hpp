@@ -26,6 +26,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -37,6 +38,26 @@
 namespace emm::examples::detail {
 
 struct PoolState;
+
+// Runs steps that must all be tried (give back every slab, flush every block) and rethrows the
+// first error once all have run.
+class FirstError {
+ public:
+  template <class Step>
+  void run(Step&& step) noexcept {
+    try {
+      step();
+    } catch (...) {
+      if (!error_) error_ = std::current_exception();
+    }
+  }
+  void rethrow() const {
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  std::exception_ptr error_;
+};
 
 // One independently locked part of the pool. Aligned so that two arenas' locks never share a
 // cache line.
@@ -139,11 +160,21 @@ struct PoolState : std::enable_shared_from_this<PoolState> {
   void on_slab_empty(Arena& arena, SlabAllocator::Slab* slab);
   // Returns `block` (of the current generation) to `arena`. Lock held.
   void free_block(Arena& arena, SlabAllocator::Block* block);
+  // Forgets the empty `slab` first (the arena stays consistent if cuMemFree fails), then gives
+  // its memory back. Lock held.
+  void release_slab(Arena& arena, SlabAllocator::Slab* slab);
 
   // Gives back `arena`'s empty slabs, keeping up to `keep` empty standard ones. Lock held.
   void trim(Arena& arena, std::size_t keep);
   // trim() on every arena, taking each lock in turn.
   void trim_all(std::size_t keep);
+
+  // Every arena's lock, taken in index order (reset, statistics).
+  std::vector<std::unique_lock<std::mutex>> lock_all_arenas();
+
+  // A free block of `need` bytes from whichever arena has one (the device is full), or an item
+  // with a null block.
+  ThreadCache::Item allocate_from_any_arena(std::size_t need, std::uint64_t& block_generation);
 
   // Locks every arena (index order) and the registry, forgets every slab and returns their
   // bases (reset, destruction). The generation bump makes every pointer, cache and parked block
