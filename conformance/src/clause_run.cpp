@@ -11,7 +11,7 @@
 #include "emm/conformance/ipc_importer.hpp"
 #include "emm/errors.hpp"
 #include "emm/host_only_memory_manager.hpp"
-#include "emm/mocks/fake_driver.hpp"
+#include "emm/fake/fake_driver.hpp"
 
 namespace emm::conformance {
 namespace {

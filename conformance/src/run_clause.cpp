@@ -5,7 +5,7 @@
 #include "emm/conformance/registry.hpp"
 #include "emm/diagnostics.hpp"
 #include "emm/errors.hpp"
-#include "emm/mocks/fake_driver.hpp"
+#include "emm/fake/fake_driver.hpp"
 
 namespace emm::conformance {
 namespace {

@@ -16,7 +16,7 @@
 #include "emm/examples/logging_memory_manager.hpp"
 #include "emm/examples/logging_over_pool.hpp"
 #include "emm/host_only_memory_manager.hpp"
-#include "emm/mocks/fake_driver.hpp"
+#include "emm/fake/fake_driver.hpp"
 #include "emm/runtime.hpp"
 
 namespace emm::examples {

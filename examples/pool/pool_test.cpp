@@ -16,7 +16,7 @@
 #include "emm/errors.hpp"
 #include "emm/examples/pool_memory_manager.hpp"
 #include "emm/examples/slab_allocator.hpp"
-#include "emm/mocks/fake_driver.hpp"
+#include "emm/fake/fake_driver.hpp"
 #include "emm/runtime.hpp"
 
 namespace emm::examples {

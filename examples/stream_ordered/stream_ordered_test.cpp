@@ -5,7 +5,7 @@
 #include "emm/context.hpp"
 #include "emm/errors.hpp"
 #include "emm/examples/stream_ordered_memory_manager.hpp"
-#include "emm/mocks/fake_driver.hpp"
+#include "emm/fake/fake_driver.hpp"
 #include "emm/runtime.hpp"
 
 namespace emm::examples {

@@ -2,7 +2,7 @@
 
 #include "emm/cuda_driver.hpp"
 #include "emm/errors.hpp"
-#include "emm/mocks/fake_driver.hpp"
+#include "emm/fake/fake_driver.hpp"
 #include "emm/numba_memory_manager.hpp"
 
 #ifdef EMM_BENCH_HAVE_POOL

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "bench_common.hpp"
-#include "emm/mocks/fake_driver.hpp"
+#include "emm/fake/fake_driver.hpp"
 
 namespace emm::bench {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <emm/conformance/run_clause.hpp>
 #include <emm/errors.hpp>
-#include <emm/mocks/fake_driver.hpp>
+#include <emm/fake/fake_driver.hpp>
 #include <emm/numba_memory_manager.hpp>
 #include <stdexcept>
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "emm/context.hpp"
-#include "emm/mocks/fake_driver.hpp"
+#include "emm/fake/fake_driver.hpp"
 #include "emm/runtime.hpp"
 #include "reference_test_support.hpp"
 

@@ -11,7 +11,7 @@
 
 #include "emm/host_only_memory_manager.hpp"
 #include "emm/ipc_handle.hpp"
-#include "emm/mocks/fake_driver.hpp"
+#include "emm/fake/fake_driver.hpp"
 #include "emm/mocks/mock_driver.hpp"
 #include "emm/runtime.hpp"
 #include "emm/stream.hpp"

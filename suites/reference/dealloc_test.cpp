@@ -14,7 +14,7 @@
 
 #include "emm/context.hpp"
 #include "emm/diagnostics.hpp"
-#include "emm/mocks/fake_driver.hpp"
+#include "emm/fake/fake_driver.hpp"
 #include "emm/pending_deallocs.hpp"
 #include "emm/runtime.hpp"
 #include "reference_test_support.hpp"

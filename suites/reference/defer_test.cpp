@@ -11,7 +11,7 @@
 
 #include "emm/cleanup_guard.hpp"
 #include "emm/context.hpp"
-#include "emm/mocks/fake_driver.hpp"
+#include "emm/fake/fake_driver.hpp"
 #include "emm/pending_deallocs.hpp"
 #include "emm/runtime.hpp"
 #include "reference_test_support.hpp"

@@ -11,7 +11,7 @@
 #include "emm/context.hpp"
 #include "emm/diagnostics.hpp"
 #include "emm/memory_pointer.hpp"
-#include "emm/mocks/fake_driver.hpp"
+#include "emm/fake/fake_driver.hpp"
 #include "emm/runtime.hpp"
 #include "reference_test_support.hpp"
 

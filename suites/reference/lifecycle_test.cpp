@@ -10,7 +10,7 @@
 
 #include "emm/context.hpp"
 #include "emm/ipc_handle.hpp"
-#include "emm/mocks/fake_driver.hpp"
+#include "emm/fake/fake_driver.hpp"
 #include "emm/runtime.hpp"
 #include "reference_test_support.hpp"
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "emm/diagnostics.hpp"
-#include "emm/mocks/fake_driver.hpp"
+#include "emm/fake/fake_driver.hpp"
 #include "emm/plugin_loader.hpp"
 #include "emm/runtime.hpp"
 #include "reference_test_support.hpp"

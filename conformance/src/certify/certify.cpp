@@ -11,7 +11,7 @@
 #include "emm/conformance/report.hpp"
 #include "emm/conformance/run_clause.hpp"
 #include "emm/errors.hpp"
-#include "emm/mocks/fake_driver.hpp"
+#include "emm/fake/fake_driver.hpp"
 #include "emm/plugin_loader.hpp"
 
 namespace emm::conformance {

@@ -10,7 +10,7 @@
 #include "checks/checks.hpp"
 #include "emm/errors.hpp"
 #include "emm/mapped_memory.hpp"
-#include "emm/mocks/fake_driver.hpp"
+#include "emm/fake/fake_driver.hpp"
 
 namespace emm::conformance::checks {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "checks/checks.hpp"
 #include "emm/host_only_memory_manager.hpp"
-#include "emm/mocks/fake_driver.hpp"
+#include "emm/fake/fake_driver.hpp"
 
 namespace emm::conformance::checks {
 namespace {

@@ -1,7 +1,7 @@
 // REG — registration and versioning (spec §4): the plugin's side of the version probe.
 #include "checks/checks.hpp"
 #include "emm/errors.hpp"
-#include "emm/mocks/fake_driver.hpp"
+#include "emm/fake/fake_driver.hpp"
 
 namespace emm::conformance::checks {
 namespace {

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "emm/mocks/fake_driver.hpp"
+#include "emm/fake/fake_driver.hpp"
 #include "emm/runtime.hpp"
 
 namespace {

@@ -17,7 +17,7 @@
 #include <memory>
 
 #include "emm/driver.hpp"
-#include "emm/mocks/fake_driver.hpp"
+#include "emm/fake/fake_driver.hpp"
 
 namespace emm {
 

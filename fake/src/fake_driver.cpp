@@ -3,7 +3,7 @@
 // Error codes follow what the real driver answered in a probe on an H100 (CUDA 13.0 toolkit
 // headers, driver 580); the few places where the fake is deliberately stricter or kinder are
 // listed in fake_driver.hpp.
-#include "emm/mocks/fake_driver.hpp"
+#include "emm/fake/fake_driver.hpp"
 
 #include <sys/mman.h>
 #include <unistd.h>

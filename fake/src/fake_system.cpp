@@ -1,4 +1,4 @@
-#include "emm/mocks/fake_system.hpp"
+#include "emm/fake/fake_system.hpp"
 
 #include <sys/mman.h>
 

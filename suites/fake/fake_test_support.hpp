@@ -1,4 +1,4 @@
-// fake_test_support.hpp — helpers for the tests of the fake and mock drivers.
+// fake_test_support.hpp — helpers for the tests of the fake driver (and the mock over it).
 //
 // * EMM_EXPECT_DRIVER_ERROR(statement, CUDA_ERROR_X, "cuCall", "detail text"): `statement` must
 //   throw emm::CudaDriverError with exactly that code and call, whose message starts with
@@ -18,7 +18,7 @@
 #include <utility>
 
 #include "emm/errors.hpp"
-#include "emm/mocks/fake_driver.hpp"
+#include "emm/fake/fake_driver.hpp"
 
 #define EMM_EXPECT_DRIVER_ERROR(statement, code, call, detail)                                   \
   ::emm::test::expect_driver_error([&] { statement; }, code, call, detail, #statement, __FILE__, \

@@ -1,4 +1,4 @@
-// emm/mocks/fake_system.hpp — a simulated machine of fake CUDA devices.
+// emm/fake/fake_system.hpp — a simulated machine of fake CUDA devices.
 //
 // A FakeSystem holds the devices and their memory. Every FakeDriver made over the same
 // FakeSystem is one simulated *process*: each has its own address space, current contexts and

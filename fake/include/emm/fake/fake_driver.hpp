@@ -1,4 +1,4 @@
-// emm/mocks/fake_driver.hpp — FakeDriver: a deterministic simulated CUDA driver.
+// emm/fake/fake_driver.hpp — FakeDriver: a deterministic simulated CUDA driver.
 //
 // Runs the whole EMM system, and every conformance clause, on a machine with no GPU:
 //
@@ -72,7 +72,7 @@
 #include <vector>
 
 #include "emm/driver.hpp"
-#include "emm/mocks/fake_system.hpp"
+#include "emm/fake/fake_system.hpp"
 
 namespace emm {
 

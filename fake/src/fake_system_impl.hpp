@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "emm/mocks/fake_system.hpp"
+#include "emm/fake/fake_system.hpp"
 
 namespace emm {
 
