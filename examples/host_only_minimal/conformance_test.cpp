@@ -2,13 +2,11 @@
 #include <emm/conformance/gtest.hpp>
 
 #include "host_only_minimal.hpp"
-#include "host_only_minimal_capabilities.hpp"
+#include "host_only_minimal_declaration.hpp"
 
 struct HostOnlyMinimalTraits {
   using Plugin = emm::examples::HostOnlyMinimalMemoryManager;
-  static constexpr const char* name = "host_only_minimal";
-  static constexpr emm::Capabilities capabilities =
-      emm::complete_capabilities<Plugin>(emm::examples::kHostOnlyMinimalCapabilities);
+  static constexpr emm::PluginDeclaration declaration = emm::examples::kHostOnlyMinimalDeclaration;
 };
 
 EMM_INSTANTIATE_CONFORMANCE_SUITE(HostOnlyMinimal, HostOnlyMinimalTraits);

@@ -3,5 +3,4 @@
 #include "emm/examples/logging_over_pool.hpp"
 #include "emm/plugin_abi.hpp"
 
-EMM_EXPORT_MEMORY_MANAGER(emm::examples::LoggingOverPool, "logging(pool)",
-                          emm::examples::kLoggingOverPoolCapabilities)
+EMM_EXPORT_MEMORY_MANAGER(emm::examples::LoggingOverPool, emm::examples::kLoggingOverPoolDeclaration)

@@ -1,7 +1,6 @@
 // The exported plugin library libemm_example_stream_ordered.so.
-#include "emm/examples/stream_ordered_capabilities.hpp"
+#include "emm/examples/stream_ordered_declaration.hpp"
 #include "emm/examples/stream_ordered_memory_manager.hpp"
 #include "emm/plugin_abi.hpp"
 
-EMM_EXPORT_MEMORY_MANAGER(emm::examples::StreamOrderedMemoryManager, "stream_ordered",
-                          emm::examples::kStreamOrderedCapabilities)
+EMM_EXPORT_MEMORY_MANAGER(emm::examples::StreamOrderedMemoryManager, emm::examples::kStreamOrderedDeclaration)

@@ -36,7 +36,7 @@ LoadedPlugin load_plugin(const std::string& path) {
   if (symbol == nullptr) {
     throw PluginLoadError(path, std::string("the library exports no '") + kPluginEntryPoint +
                                     "' symbol; export the plugin with "
-                                    "EMM_EXPORT_MEMORY_MANAGER(Type, name, capabilities)");
+                                    "EMM_EXPORT_MEMORY_MANAGER(Type, declaration)");
   }
   auto entry = reinterpret_cast<PluginEntryPoint>(symbol);
   const PluginDescriptor* descriptor = entry();
@@ -57,9 +57,12 @@ LoadedPlugin load_plugin(const std::string& path) {
                                     std::to_string(sizeof(PluginDescriptor)) +
                                     "; rebuild the plugin against this emmkit");
   }
-  if (descriptor->create == nullptr || descriptor->destroy == nullptr ||
-      descriptor->name == nullptr) {
-    throw PluginLoadError(path, "the plugin descriptor is incomplete (null name or factory)");
+  const PluginDeclaration& declaration = descriptor->declaration;
+  if (descriptor->create == nullptr || declaration.name == nullptr ||
+      declaration.defer_cleanup_behaviour == nullptr) {
+    throw PluginLoadError(path,
+                          "the plugin descriptor is incomplete (null name, defer_cleanup text or "
+                          "factory); export it with EMM_EXPORT_MEMORY_MANAGER(Type, declaration)");
   }
   return LoadedPlugin{path, descriptor};
 }

@@ -12,6 +12,16 @@
 #include <vector>
 
 namespace emm {
+
+RuntimeOptions RuntimeOptions::hermetic(std::map<std::string, std::string> variables) {
+  RuntimeOptions options;
+  options.getenv = [variables = std::move(variables)](const char* name) -> std::optional<std::string> {
+    const auto found = variables.find(name);
+    if (found == variables.end()) return std::nullopt;
+    return found->second;
+  };
+  return options;
+}
 namespace {
 
 std::unique_ptr<BaseCUDAMemoryManager> make_default_manager(Context* context) {

@@ -22,7 +22,7 @@ std::string usage_error(std::vector<std::string_view> args) {
 TEST(CertifyCli, DefaultsToEveryBackendEveryClauseAndSixtySeconds) {
   const CertifyOptions options = parse({"--plugin", "lib.so"});
   EXPECT_EQ(options.plugin_path, "lib.so");
-  EXPECT_EQ(options.backends, (std::vector<Backend>{Backend::fake, Backend::gpu}));
+  EXPECT_EQ(options.backends, (std::vector<BackendKind>{BackendKind::fake, BackendKind::gpu}));
   EXPECT_TRUE(options.only.empty());
   EXPECT_EQ(options.timeout_s, 60);
   EXPECT_FALSE(options.list);
@@ -33,15 +33,16 @@ TEST(CertifyCli, ReadsEveryOption) {
   const CertifyOptions options =
       parse({"--plugin", "p.so", "--backend", "fake", "--only", "LIFE-2,ALLOC-1", "--json",
              "r.json", "--junit", "r.xml", "--markdown", "r.md", "--timeout-s", "2"});
-  EXPECT_EQ(options.backends, std::vector<Backend>{Backend::fake});
-  EXPECT_EQ(options.only, (std::vector<std::string>{"LIFE-2", "ALLOC-1"}));
+  EXPECT_EQ(options.backends, std::vector<BackendKind>{BackendKind::fake});
+  EXPECT_EQ(options.only, (std::vector<const Clause*>{catalogue().find("LIFE-2"),
+                                                   catalogue().find("ALLOC-1")}));
   EXPECT_EQ(options.json_path, "r.json");
   EXPECT_EQ(options.junit_path, "r.xml");
   EXPECT_EQ(options.markdown_path, "r.md");
   EXPECT_EQ(options.timeout_s, 2);
-  EXPECT_EQ(parse({"--plugin=p.so", "--backend=gpu"}).backends, std::vector<Backend>{Backend::gpu});
+  EXPECT_EQ(parse({"--plugin=p.so", "--backend=gpu"}).backends, std::vector<BackendKind>{BackendKind::gpu});
   EXPECT_EQ(parse({"--plugin", "p.so", "--backend", "all"}).backends,
-            (std::vector<Backend>{Backend::fake, Backend::gpu}));
+            (std::vector<BackendKind>{BackendKind::fake, BackendKind::gpu}));
 }
 
 TEST(CertifyCli, ListAndHelpNeedNoPlugin) {

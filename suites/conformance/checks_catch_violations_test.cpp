@@ -1,11 +1,10 @@
-// The checks can fail: small defective plugins, run in-process through run_clause, get the
+// The checks can fail: small defective plugins, run in-process through evaluate(), get the
 // outcome and the message their defect deserves. (The full self-test, with crashing and hanging
 // plugins certified by emm-certify, is the known-bad zoo in suites/known_bad.)
 #include <gtest/gtest.h>
 
-#include <emm/conformance/run_clause.hpp>
+#include <emm/conformance/evaluate.hpp>
 #include <emm/errors.hpp>
-#include <emm/fake/fake_driver.hpp>
 #include <emm/numba_memory_manager.hpp>
 #include <stdexcept>
 
@@ -15,16 +14,15 @@ namespace {
 constexpr const char* kDefer = "as the reference";
 
 template <class Plugin>
-PluginSubject subject(Capabilities caps = {.memory_info = true,
-                                           .ipc = true,
-                                           .thread_safe = true,
-                                           .defer_cleanup_behaviour = kDefer}) {
-  return PluginSubject{"defective",
+PluginSubject subject(Capabilities caps = {.memory_info = true, .ipc = true, .thread_safe = true},
+                      const char* defer_cleanup_behaviour = kDefer) {
+  const PluginDeclaration declaration{.name = "defective",
+                                      .capabilities = caps,
+                                      .defer_cleanup_behaviour = defer_cleanup_behaviour};
+  return PluginSubject{PluginDescription::from(complete_declaration<Plugin>(declaration)),
                        [](Context* c) -> std::unique_ptr<BaseCUDAMemoryManager> {
                          return std::make_unique<Plugin>(c);
-                       },
-                       complete_capabilities<Plugin>(caps),
-                       {}};
+                       }};
 }
 
 struct WrongVersion : NumbaCUDAMemoryManager {
@@ -90,8 +88,14 @@ struct ResetKeepsEverything : NumbaCUDAMemoryManager {
   std::vector<std::shared_ptr<MemoryPointer>> kept_;
 };
 
+const Clause& clause(const char* id) {
+  const Clause* found = catalogue().find(id);
+  if (found == nullptr) throw std::runtime_error(std::string(id) + " is not in the catalogue");
+  return *found;
+}
+
 ClauseResult run(const PluginSubject& s, const char* id) {
-  return run_clause(s, id, Backend::fake);
+  return evaluate_on(s, clause(id), BackendKind::fake);
 }
 
 TEST(ChecksCatchViolations, REG_1_WrongVersionFails) {
@@ -132,14 +136,14 @@ TEST(ChecksCatchViolations, ALLOC_11_SixteenByteAlignmentWarns) {
 TEST(ChecksCatchViolations, INFO_2_RuntimeErrorInsteadOfNotImplementedFails) {
   ::testing::Test::RecordProperty("clause", "INFO-2");
   const ClauseResult r =
-      run(subject<RuntimeErrorInfo>({.defer_cleanup_behaviour = kDefer}), "INFO-2");
+      run(subject<RuntimeErrorInfo>({}), "INFO-2");
   EXPECT_EQ(r.outcome, Outcome::fail);
   EXPECT_EQ(r.message,
             "[INFO-2] the plugin declares memory_info=false, so get_memory_info() must throw "
             "emm::NotImplementedError; it threw std::runtime_error: no figures");
-  EXPECT_EQ(run(subject<RuntimeErrorInfo>({.defer_cleanup_behaviour = kDefer}), "INFO-1").outcome,
+  EXPECT_EQ(run(subject<RuntimeErrorInfo>({}), "INFO-1").outcome,
             Outcome::not_supported);
-  EXPECT_EQ(run(subject<RuntimeErrorInfo>({.defer_cleanup_behaviour = kDefer}), "INFO-3").outcome,
+  EXPECT_EQ(run(subject<RuntimeErrorInfo>({}), "INFO-3").outcome,
             Outcome::not_supported);
 }
 
@@ -154,7 +158,7 @@ TEST(ChecksCatchViolations, INFO_2_DeclaredButNotImplementedFails) {
 
 TEST(ChecksCatchViolations, IPC_7_UndeclaredIpcIsNotSupportedOnlyWithNotImplementedError) {
   ::testing::Test::RecordProperty("clause", "IPC-7");
-  const Capabilities no_ipc{.memory_info = true, .defer_cleanup_behaviour = kDefer};
+  const Capabilities no_ipc{.memory_info = true};
   const ClauseResult honest = run(subject<NoIpc>(no_ipc), "IPC-7");
   EXPECT_EQ(honest.outcome, Outcome::not_supported);
   EXPECT_EQ(honest.message,
@@ -208,7 +212,7 @@ TEST(ChecksCatchViolations, DEFER_3_GuardWithoutTheParentsFails) {
 
 TEST(ChecksCatchViolations, DEFER_6_EmptyBehaviourWarns) {
   ::testing::Test::RecordProperty("clause", "DEFER-6");
-  const ClauseResult r = run(subject<NumbaCUDAMemoryManager>({.memory_info = true}), "DEFER-6");
+  const ClauseResult r = run(subject<NumbaCUDAMemoryManager>({.memory_info = true}, ""), "DEFER-6");
   EXPECT_EQ(r.outcome, Outcome::fail);
   EXPECT_EQ(r.level, Level::should);
   EXPECT_EQ(r.message.rfind("[DEFER-6] the plugin declares no defer_cleanup behaviour", 0), 0u);
@@ -217,7 +221,7 @@ TEST(ChecksCatchViolations, DEFER_6_EmptyBehaviourWarns) {
 TEST(ChecksCatchViolations, ALLOC_10_IsNotSupportedWithoutThreadSafetyAndThenOnlyShould) {
   ::testing::Test::RecordProperty("clause", "ALLOC-10");
   const ClauseResult r =
-      run(subject<NumbaCUDAMemoryManager>({.defer_cleanup_behaviour = kDefer}), "ALLOC-10");
+      run(subject<NumbaCUDAMemoryManager>({}), "ALLOC-10");
   EXPECT_EQ(r.outcome, Outcome::not_supported);
   EXPECT_EQ(r.level, Level::should);
   EXPECT_EQ(r.message, "[ALLOC-10] the plugin declares thread_safe=false");
@@ -226,22 +230,26 @@ TEST(ChecksCatchViolations, ALLOC_10_IsNotSupportedWithoutThreadSafetyAndThenOnl
 TEST(ChecksCatchViolations, DEFER_3_DoesNotApplyToPluginsNotDerivedFromHostOnly) {
   ::testing::Test::RecordProperty("clause", "DEFER-3");
   PluginSubject s = subject<NumbaCUDAMemoryManager>();
-  s.capabilities.host_only_derived = false;  // as a BaseCUDAMemoryManager-only plugin declares
+  s.description.capabilities.host_only_derived = false;  // as a BaseCUDAMemoryManager-only plugin declares
   const ClauseResult r = run(s, "DEFER-3");
   EXPECT_EQ(r.outcome, Outcome::not_supported);
   EXPECT_EQ(r.message, "[DEFER-3] the plugin declares host_only_derived=false");
 }
 
 TEST(ChecksCatchViolations, GpuBackendWithoutAGpuIsNotSupportedWithTheReason) {
-  if (gpu_unavailable_reason().empty()) GTEST_SKIP() << "a GPU is present";
-  const ClauseResult r = run_clause(subject<NumbaCUDAMemoryManager>(), "LIFE-2", Backend::gpu);
+  const std::string reason = backend_unavailable_reason(BackendKind::gpu, Capabilities{});
+  if (reason.empty()) GTEST_SKIP() << "a GPU is present";
+  const ClauseResult r =
+      evaluate_on(subject<NumbaCUDAMemoryManager>(), clause("LIFE-2"), BackendKind::gpu);
   EXPECT_EQ(r.outcome, Outcome::not_supported);
-  EXPECT_EQ(r.message, "[LIFE-2] no GPU: " + gpu_unavailable_reason());
+  EXPECT_EQ(r.message, "[LIFE-2] " + reason);
+  EXPECT_EQ(reason.rfind("no GPU: ", 0), 0u) << reason;
 }
 
 TEST(ClauseRunVerdict, NotSupportedOnAMandatoryClauseIsAFailure) {
   const PluginSubject s = subject<NumbaCUDAMemoryManager>();
-  ClauseRun run(*catalogue().find("LIFE-2"), s, Backend::fake, std::make_shared<FakeDriver>());
+  const auto backend = make_backend(BackendKind::fake);
+  ClauseRun run(clause("LIFE-2"), s, *backend);
   try {
     run.not_supported("no reason");
     FAIL() << "not_supported returned";
@@ -250,7 +258,7 @@ TEST(ClauseRunVerdict, NotSupportedOnAMandatoryClauseIsAFailure) {
                  "[LIFE-2] not supported (no reason), but LIFE-2 is not optional: an undeclared "
                  "NotImplementedError is a failure");
   }
-  ClauseRun ipc(*catalogue().find("IPC-1"), s, Backend::fake, std::make_shared<FakeDriver>());
+  ClauseRun ipc(clause("IPC-1"), s, *backend);
   try {
     ipc.not_supported("no reason");
     FAIL() << "not_supported returned";

@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <emm/conformance/isolation.hpp>
+#include <emm/conformance/result_codec.hpp>
 #include <exception>
 #include <thread>
 
@@ -12,6 +13,8 @@ namespace emm::conformance {
 namespace {
 
 using namespace std::chrono_literals;
+
+const Clause& clause(const char* id) { return *catalogue().find(id); }
 
 ChildReport run_one(std::function<std::string()> work, std::chrono::milliseconds timeout = 20s) {
   return run_in_children({std::move(work)}, 1, timeout)[0];
@@ -30,7 +33,7 @@ TEST(Isolation, SegfaultIsACrashNamingTheSignal) {
   });
   EXPECT_EQ(report.kind, ChildReport::Kind::crashed);
   EXPECT_EQ(report.signal, SIGSEGV);
-  const ClauseResult r = result_from_child(report, "LIFE-5", "fake", Level::must, 60);
+  const ClauseResult r = result_from_child(report, clause("LIFE-5"), BackendKind::fake, Level::must, 60);
   EXPECT_EQ(r.outcome, Outcome::crash);
   EXPECT_EQ(r.message, "[LIFE-5] the plugin crashed the process: SIGSEGV (Segmentation fault)");
 }
@@ -40,7 +43,7 @@ TEST(Isolation, StdTerminateIsACrashWithItsOutput) {
   EXPECT_EQ(report.kind, ChildReport::Kind::crashed);
   EXPECT_EQ(report.signal, SIGABRT);
   EXPECT_NE(report.output_tail.find("terminate called"), std::string::npos) << report.output_tail;
-  const ClauseResult r = result_from_child(report, "FIN-1", "fake", Level::must, 60);
+  const ClauseResult r = result_from_child(report, clause("FIN-1"), BackendKind::fake, Level::must, 60);
   EXPECT_EQ(r.message.rfind("[FIN-1] the plugin crashed the process: SIGABRT (Aborted); last "
                             "output: terminate called",
                             0),
@@ -52,7 +55,7 @@ TEST(Isolation, ExitWithoutAResultIsACrash) {
   const ChildReport report = run_one([]() -> std::string { std::exit(7); });
   EXPECT_EQ(report.kind, ChildReport::Kind::crashed);
   EXPECT_EQ(report.exit_status, 7);
-  EXPECT_EQ(result_from_child(report, "REG-2", "gpu", Level::must, 60).message,
+  EXPECT_EQ(result_from_child(report, clause("REG-2"), BackendKind::gpu, Level::must, 60).message,
             "[REG-2] the process ended (exit status 7) without reporting a result");
 }
 
@@ -63,7 +66,7 @@ TEST(Isolation, HangIsATimeoutAndTheChildIsKilled) {
       },
       300ms);
   EXPECT_EQ(report.kind, ChildReport::Kind::timed_out);
-  const ClauseResult r = result_from_child(report, "ALLOC-2", "fake", Level::must, 2);
+  const ClauseResult r = result_from_child(report, clause("ALLOC-2"), BackendKind::fake, Level::must, 2);
   EXPECT_EQ(r.outcome, Outcome::timeout);
   EXPECT_EQ(r.message, "[ALLOC-2] no answer within 2 s: the plugin hangs (the run was killed)");
 }
@@ -86,14 +89,28 @@ TEST(Isolation, RunsTwoAtATimeAndReportsEachInItsSlot) {
 
 TEST(Isolation, AFinishedChildsEncodedResultIsDecoded) {
   ClauseResult sent;
-  sent.clause = "INFO-2";
-  sent.backend = "fake";
+  sent.clause = &clause("INFO-2");
+  sent.backend = BackendKind::fake;
   sent.outcome = Outcome::fail;
   sent.message = "[INFO-2] expected NotImplementedError";
   const ChildReport report = run_one([sent] { return encode_result(sent); });
-  const ClauseResult r = result_from_child(report, "INFO-2", "fake", Level::must, 60);
+  const ClauseResult r = result_from_child(report, clause("INFO-2"), BackendKind::fake, Level::must, 60);
   EXPECT_EQ(r.outcome, Outcome::fail);
   EXPECT_EQ(r.message, sent.message);
+}
+
+TEST(Isolation, AResultForAnotherClauseIsNotAccepted) {
+  ClauseResult forged;
+  forged.clause = &clause("ALLOC-1");
+  forged.backend = BackendKind::fake;
+  forged.outcome = Outcome::pass;
+  const ChildReport report = run_one([forged] { return encode_result(forged); });
+  const ClauseResult r = result_from_child(report, clause("INFO-2"), BackendKind::fake,
+                                           Level::must, 60);
+  EXPECT_EQ(r.outcome, Outcome::crash);
+  EXPECT_EQ(r.message,
+            "[INFO-2] the run reported a result for ALLOC-1 on fake, not for this clause and "
+            "backend");
 }
 
 }  // namespace

@@ -3,21 +3,13 @@
 #pragma once
 
 #include "emm/numba_memory_manager.hpp"
-#include "emm/plugin_abi.hpp"
+#include "reference_declaration.hpp"
 
 namespace emm::testing_support {
 
 struct NumbaReferenceTraits {
   using Plugin = emm::NumbaCUDAMemoryManager;
-  static constexpr const char* name = "emmkit-reference";
-  static constexpr emm::Capabilities capabilities{
-      .memory_info = true,
-      .ipc = true,
-      .thread_safe = true,
-      .defer_cleanup_behaviour =
-          "frees are queued and flushed in batches; inside "
-          "defer_cleanup the queue is not flushed; pins are released "
-          "at once"};
+  static constexpr emm::PluginDeclaration declaration = emm::kReferencePluginDeclaration;
 };
 
 }  // namespace emm::testing_support

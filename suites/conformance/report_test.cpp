@@ -2,9 +2,9 @@
 // Markdown certificate, the console verdict line, and the child-to-parent result encoding.
 #include <gtest/gtest.h>
 
-#include <emm/conformance/isolation.hpp>
 #include <emm/conformance/json_writer.hpp>
-#include <emm/conformance/report.hpp>
+#include <emm/conformance/report_writers.hpp>
+#include <emm/conformance/result_codec.hpp>
 #include <emm/errors.hpp>
 #include <string>
 
@@ -21,11 +21,12 @@ std::string error_of(F&& f) {
   return "no error";
 }
 
-ClauseResult result(std::string clause, std::string backend, Level level, Outcome outcome,
+ClauseResult result(const char* clause, BackendKind backend, Level level, Outcome outcome,
                     std::string message = "") {
   ClauseResult r;
-  r.clause = std::move(clause);
-  r.backend = std::move(backend);
+  r.clause = catalogue().find(clause);
+  if (r.clause == nullptr) throw std::runtime_error(std::string(clause) + " is not catalogued");
+  r.backend = backend;
   r.level = level;
   r.outcome = outcome;
   r.message = std::move(message);
@@ -37,15 +38,15 @@ CertificationReport small_report() {
   CertificationReport report;
   report.kit_version = "0.1.0";
   report.catalogue_version = "1.0";
-  Capabilities caps;
-  caps.memory_info = true;
-  caps.defer_cleanup_behaviour = "queues frees";
-  report.plugin = PluginInfo::from("/p/libx.so", "x", caps);
-  report.plugin.interface_version = 1;
-  report.backends = {{"fake", true, "emmkit fake device", ""}, {"gpu", false, "", "no GPU: none"}};
-  report.results = {result("REG-1", "fake", Level::must, Outcome::pass)};
+  report.plugin = PluginInfo{
+      PluginDescription{"x", "/p/libx.so", Capabilities{.memory_info = true}, "queues frees"}, 1};
+  report.backends = {{BackendKind::fake, true, "emmkit fake device", ""},
+                     {BackendKind::gpu, false, "", "no GPU: none"}};
+  report.results = {result("REG-1", BackendKind::fake, Level::must, Outcome::pass)};
   return report;
 }
+
+Certificate certify(CertificationReport report) { return make_certificate(std::move(report)); }
 
 TEST(JsonWriter, WritesNestedDocumentsWithEscapes) {
   JsonWriter json(0);
@@ -116,7 +117,7 @@ TEST(XmlEscape, EscapesMarkupAndReplacesForbiddenCharacters) {
 TEST(Report, JsonHasTheSpecifiedShape) {
   CertificationReport report = small_report();
   report.results[0].properties = {{"seed", "7"}};
-  EXPECT_EQ(to_json(report),
+  EXPECT_EQ(to_json(certify(report)),
             "{\n"
             "  \"kit_version\": \"0.1.0\",\n"
             "  \"catalogue_version\": \"1.0\",\n"
@@ -154,6 +155,7 @@ TEST(Report, JsonHasTheSpecifiedShape) {
             "      \"backend\": \"fake\",\n"
             "      \"outcome\": \"pass\",\n"
             "      \"message\": \"\",\n"
+            "      \"notes\": [],\n"
             "      \"duration_ms\": 2,\n"
             "      \"properties\": {\n"
             "        \"seed\": \"7\"\n"
@@ -166,44 +168,44 @@ TEST(Report, JsonHasTheSpecifiedShape) {
 TEST(Report, InterfaceVersionIsNullWhenUnknown) {
   CertificationReport report = small_report();
   report.plugin.interface_version.reset();
-  EXPECT_NE(to_json(report).find("\"interface_version\": null"), std::string::npos);
+  EXPECT_NE(to_json(certify(report)).find("\"interface_version\": null"), std::string::npos);
 }
 
 TEST(Verdict, MustFailuresCrashesAndTimeoutsDecide) {
   CertificationReport report = small_report();
-  report.results.push_back(result("LIFE-2", "fake", Level::must, Outcome::fail, "[LIFE-2] x"));
-  report.results.push_back(result("LIFE-5", "fake", Level::must, Outcome::crash, "[LIFE-5] y"));
-  report.results.push_back(result("LIFE-6", "fake", Level::must, Outcome::timeout, "[LIFE-6] z"));
-  report.results.push_back(result("IPC-1", "fake", Level::must, Outcome::not_supported));
-  const Verdict verdict = compute_verdict(report);
+  report.results.push_back(result("LIFE-2", BackendKind::fake, Level::must, Outcome::fail, "[LIFE-2] x"));
+  report.results.push_back(result("LIFE-5", BackendKind::fake, Level::must, Outcome::crash, "[LIFE-5] y"));
+  report.results.push_back(result("LIFE-6", BackendKind::fake, Level::must, Outcome::timeout, "[LIFE-6] z"));
+  report.results.push_back(result("IPC-1", BackendKind::fake, Level::must, Outcome::not_supported));
+  const Verdict verdict = certify(report).verdict;
   EXPECT_FALSE(verdict.certified);
   EXPECT_EQ(verdict.must_failures, 3u);
   EXPECT_EQ(verdict.word(), "NOT CERTIFIED");
   EXPECT_EQ(verdict.line(), "VERDICT: NOT CERTIFIED (3 MUST clauses failed)");
-  EXPECT_NE(to_json(report).find("\"verdict\": \"NOT CERTIFIED\""), std::string::npos);
+  EXPECT_NE(to_json(certify(report)).find("\"verdict\": \"NOT CERTIFIED\""), std::string::npos);
 }
 
 TEST(Verdict, ShouldFailuresAreWarningsAndInfoNeverDecides) {
   CertificationReport report = small_report();
   report.results.push_back(
-      result("ALLOC-11", "fake", Level::should, Outcome::fail, "[ALLOC-11] a"));
-  report.results.push_back(result("ALLOC-10", "fake", Level::should, Outcome::not_supported));
-  report.results.push_back(result("PERF-1", "fake", Level::info, Outcome::fail, "[PERF-1] b"));
-  const Verdict verdict = compute_verdict(report);
+      result("ALLOC-11", BackendKind::fake, Level::should, Outcome::fail, "[ALLOC-11] a"));
+  report.results.push_back(result("ALLOC-10", BackendKind::fake, Level::should, Outcome::not_supported));
+  report.results.push_back(result("PERF-1", BackendKind::fake, Level::info, Outcome::fail, "[PERF-1] b"));
+  const Verdict verdict = certify(report).verdict;
   EXPECT_TRUE(verdict.certified);
   EXPECT_EQ(verdict.line(), "VERDICT: CERTIFIED");
   ASSERT_EQ(verdict.warnings.size(), 2u);
-  EXPECT_EQ(verdict.warnings[0]->clause, "ALLOC-11");
-  EXPECT_EQ(verdict.warnings[1]->clause, "ALLOC-10");
-  const std::string text = to_text(report);
+  EXPECT_EQ(report.results[verdict.warnings[0]].clause->id, "ALLOC-11");
+  EXPECT_EQ(report.results[verdict.warnings[1]].clause->id, "ALLOC-10");
+  const std::string text = to_text(certify(report));
   EXPECT_NE(text.find("warning: ALLOC-11 (fake, fail): [ALLOC-11] a"), std::string::npos) << text;
 }
 
 TEST(Verdict, NoBackendRanIsNotCertified) {
   CertificationReport report = small_report();
-  report.backends = {{"gpu", false, "", "no GPU: none"}};
+  report.backends = {{BackendKind::gpu, false, "", "no GPU: none"}};
   report.results.clear();
-  const Verdict verdict = compute_verdict(report);
+  const Verdict verdict = certify(report).verdict;
   EXPECT_FALSE(verdict.certified);
   EXPECT_EQ(verdict.line(), "VERDICT: NOT CERTIFIED (no backend ran)");
 }
@@ -211,12 +213,12 @@ TEST(Verdict, NoBackendRanIsNotCertified) {
 TEST(Report, JUnitHasOneTestcasePerResultWithFailuresErrorsAndSkips) {
   CertificationReport report = small_report();
   report.results.push_back(
-      result("LIFE-2", "fake", Level::must, Outcome::fail, "[LIFE-2] <bad> & \"x\""));
+      result("LIFE-2", BackendKind::fake, Level::must, Outcome::fail, "[LIFE-2] <bad> & \"x\""));
   report.results.push_back(
-      result("LIFE-5", "fake", Level::must, Outcome::crash, "[LIFE-5] SIGSEGV"));
+      result("LIFE-5", BackendKind::fake, Level::must, Outcome::crash, "[LIFE-5] SIGSEGV"));
   report.results.push_back(
-      result("IPC-7", "fake", Level::must, Outcome::not_supported, "[IPC-7] no"));
-  const std::string xml = to_junit(report);
+      result("IPC-7", BackendKind::fake, Level::must, Outcome::not_supported, "[IPC-7] no"));
+  const std::string xml = to_junit(certify(report));
   EXPECT_NE(xml.find("<testsuites name=\"emm-certify\" tests=\"4\" failures=\"1\" errors=\"1\" "
                      "skipped=\"1\""),
             std::string::npos)
@@ -237,8 +239,8 @@ TEST(Report, JUnitHasOneTestcasePerResultWithFailuresErrorsAndSkips) {
 TEST(Report, MarkdownCertificateNamesPluginCapabilitiesBackendsAndVerdict) {
   CertificationReport report = small_report();
   report.results.push_back(
-      result("ALLOC-11", "fake", Level::should, Outcome::fail, "[ALLOC-11] a|b"));
-  const std::string md = to_markdown(report);
+      result("ALLOC-11", BackendKind::fake, Level::should, Outcome::fail, "[ALLOC-11] a|b"));
+  const std::string md = to_markdown(certify(report));
   EXPECT_NE(md.find("# emm-certify certificate: x\n"), std::string::npos) << md;
   EXPECT_NE(md.find("**CERTIFIED**. Backends covered: fake (emmkit fake device). Not run: gpu "
                     "(no GPU: none)."),
@@ -254,8 +256,10 @@ TEST(Report, MarkdownCertificateNamesPluginCapabilitiesBackendsAndVerdict) {
 
 TEST(ResultEncoding, RoundTripsEveryField) {
   ClauseResult r =
-      result("ALLOC-10", "gpu", Level::should, Outcome::timeout, "[ALLOC-10] 12:34\nx");
+      result("ALLOC-10", BackendKind::gpu, Level::should, Outcome::timeout, "[ALLOC-10] 12:34\nx");
   r.properties = {{"a", "1"}, {"b:c", ""}};
+  r.notes = {"n1", ""};
+  r.unobserved = {"host-free deferral"};
   const std::optional<ClauseResult> back = decode_result(encode_result(r));
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(back->clause, r.clause);
@@ -265,15 +269,33 @@ TEST(ResultEncoding, RoundTripsEveryField) {
   EXPECT_EQ(back->message, r.message);
   EXPECT_DOUBLE_EQ(back->duration_ms, r.duration_ms);
   EXPECT_EQ(back->properties, r.properties);
+  EXPECT_EQ(back->notes, r.notes);
+  EXPECT_EQ(back->unobserved, r.unobserved);
 }
 
 TEST(ResultEncoding, RejectsTruncatedOrForeignPayloads) {
-  const std::string good = encode_result(result("REG-1", "fake", Level::must, Outcome::pass));
+  const std::string good = encode_result(result("REG-1", BackendKind::fake, Level::must, Outcome::pass));
   EXPECT_FALSE(decode_result("").has_value());
   EXPECT_FALSE(decode_result("hello").has_value());
   EXPECT_FALSE(decode_result(good.substr(0, good.size() - 1)).has_value());
   EXPECT_FALSE(decode_result(good + "x").has_value());
   EXPECT_TRUE(decode_result(good).has_value());
+  std::string unknown = good;
+  unknown.replace(unknown.find("5:REG-1"), 7, "5:REG-0");
+  EXPECT_FALSE(decode_result(unknown).has_value()) << "a clause the catalogue does not have";
+}
+
+TEST(Report, UnobservedPartsAreNamedOnTheCertificate) {
+  CertificationReport report = small_report();
+  ClauseResult deferred = result("DEFER-3", BackendKind::gpu, Level::must, Outcome::pass);
+  deferred.unobserved = {"host-free deferral"};
+  report.results.push_back(deferred);
+  const Certificate certificate = certify(report);
+  const std::string note = "DEFER-3: host-free deferral not observable on gpu";
+  EXPECT_NE(to_text(certificate).find("  " + note + "\n"), std::string::npos);
+  EXPECT_NE(to_markdown(certificate).find("- " + note + "\n"), std::string::npos);
+  EXPECT_NE(to_json(certificate).find("\"" + note + "\""), std::string::npos);
+  EXPECT_TRUE(certificate.verdict.certified);
 }
 
 }  // namespace

@@ -409,12 +409,13 @@ TEST(Registration, REG_6_LoaderReadsAGoodPluginsDescriptor) {
   EXPECT_EQ(plugin.path, EMM_TEST_PLUGIN_GOOD);
   ASSERT_NE(plugin.descriptor, nullptr);
   EXPECT_EQ(plugin.descriptor->abi_version, kPluginAbiVersion);
-  EXPECT_STREQ(plugin.name(), "good-test-plugin");
-  EXPECT_TRUE(plugin.capabilities().memory_info);
-  EXPECT_TRUE(plugin.capabilities().ipc);
-  EXPECT_TRUE(plugin.capabilities().thread_safe);
-  EXPECT_TRUE(plugin.capabilities().host_only_derived) << "filled in from the type by the macro";
-  EXPECT_STREQ(plugin.capabilities().defer_cleanup_behaviour, "as the default manager");
+  const PluginDeclaration& declaration = plugin.declaration();
+  EXPECT_STREQ(declaration.name, "good-test-plugin");
+  EXPECT_TRUE(declaration.capabilities.memory_info);
+  EXPECT_TRUE(declaration.capabilities.ipc);
+  EXPECT_TRUE(declaration.capabilities.thread_safe);
+  EXPECT_TRUE(declaration.capabilities.host_only_derived) << "filled in from the type by the macro";
+  EXPECT_STREQ(declaration.defer_cleanup_behaviour, "as the default manager");
 
   auto probe = plugin.factory()(nullptr);
   ASSERT_NE(probe, nullptr);

@@ -10,14 +10,40 @@
 #include "checks/checks.hpp"
 #include "emm/errors.hpp"
 #include "emm/mapped_memory.hpp"
-#include "emm/fake/fake_driver.hpp"
 
 namespace emm::conformance::checks {
 namespace {
 
+// A page-aligned host buffer whose release is observable.
+struct OwnedBuffer {
+  std::shared_ptr<void> owner;
+  std::shared_ptr<std::atomic<bool>> released = std::make_shared<std::atomic<bool>>(false);
+  std::byte* data = nullptr;
+
+  explicit OwnedBuffer(std::size_t bytes) {
+    void* raw = std::aligned_alloc(4096, bytes);
+    data = static_cast<std::byte*>(raw);
+    owner = std::shared_ptr<void>(raw, [flag = released](void* p) {
+      std::free(p);
+      flag->store(true);
+    });
+  }
+};
+
+HostAllocation pin(ClauseRun& run, Context& context, std::shared_ptr<void> owner, void* pointer,
+                   std::size_t size, bool mapped, std::string_view what) {
+  try {
+    return context.mempin(std::move(owner), pointer, size, mapped);
+  } catch (...) {
+    run.fail(str(what, " threw ", describe_current_exception()));
+  }
+}
+
+}  // namespace
+
 // ALLOC-1: sizes, context, range readable and writable, 16-byte alignment.
-void check_alloc_1(ClauseRun& run) {
-  Context& context = run.context();
+EMM_CHECK(ALLOC_1) {
+  Context& context = run.host().context();
   std::uint64_t seed = 1100;
   for (const std::size_t size :
        {std::size_t{1}, std::size_t{8}, std::size_t{4096}, MiB + 3, 64 * MiB}) {
@@ -31,7 +57,7 @@ void check_alloc_1(ClauseRun& run) {
     if (pointer % 16 != 0) {
       run.fail(str(what, " returned ", hex(pointer), ", which is not aligned to 16 bytes"));
     }
-    const std::optional<AddressRange> block = run.driver_block(pointer);
+    const std::optional<AddressRange> block = run.backend().driver_block(pointer);
     if (!block) {
       run.fail(str(what, " returned ", hex(pointer),
                    ", which is not inside any allocation the driver knows in the current context"));
@@ -46,7 +72,7 @@ void check_alloc_1(ClauseRun& run) {
     } catch (...) {
       run.fail(str("memset over ", what, " threw ", describe_current_exception()));
     }
-    expect_same_bytes(run, run.read_device(pointer, size, what),
+    expect_same_bytes(run, read_device(run, pointer, size, what),
                       std::vector<std::byte>(size, std::byte{0x5A}),
                       str(what, " after memset(0x5A)"));
     expect_read_write(run, pointer, size, ++seed, what);
@@ -54,8 +80,8 @@ void check_alloc_1(ClauseRun& run) {
 }
 
 // ALLOC-2: live allocations never overlap.
-void check_alloc_2(ClauseRun& run) {
-  Context& context = run.context();
+EMM_CHECK(ALLOC_2) {
+  Context& context = run.host().context();
   constexpr std::uint64_t kSeed = 0xA110C2;
   constexpr int kAllocations = 1000;
   std::mt19937_64 random(kSeed);
@@ -94,12 +120,12 @@ void check_alloc_2(ClauseRun& run) {
 }
 
 // ALLOC-3: out of memory is a CudaDriverError(CUDA_ERROR_OUT_OF_MEMORY); nothing leaks.
-void check_alloc_3(ClauseRun& run) {
-  Context& context = run.context();
+EMM_CHECK(ALLOC_3) {
+  Context& context = run.host().context();
   constexpr std::size_t kPiB = std::size_t{1} << 50;
   { auto warm = allocate(run, context, 4096, "before the out-of-memory request"); }
-  ClauseRun::flush_point(context.memory_manager());
-  const std::size_t before = run.device_bytes_in_use();
+  flush_point(context.memory_manager());
+  const std::size_t before = run.backend().device_bytes_in_use();
   for (int attempt = 1; attempt <= 3; ++attempt) {
     try {
       auto memory = context.memalloc(kPiB);
@@ -117,20 +143,16 @@ void check_alloc_3(ClauseRun& run) {
                "; expected emm::CudaDriverError with CUDA_ERROR_OUT_OF_MEMORY (or a subclass)");
     }
   }
-  const std::size_t after = run.device_bytes_in_use();
-  if (after > before + run.memory_slack()) {
-    run.fail(str("three failed memalloc(1 PiB) requests left ", after - before,
-                 " more bytes of device memory in use (", before, " -> ", after,
-                 "); a failed request must leak nothing"));
-  }
+  expect_no_growth(run, before, "after three failed memalloc(1 PiB) requests",
+                   "before them", ": a failed request must leak nothing");
   auto memory = allocate(run, context, MiB, "after out of memory");
   expect_read_write(run, memory->device_pointer(), MiB, 1301,
                     "memalloc(1 MiB) after out of memory");
 }
 
 // ALLOC-5: refct >= 1 at rest; a view taken and dropped does not finalize.
-void check_alloc_5(ClauseRun& run) {
-  Context& context = run.context();
+EMM_CHECK(ALLOC_5) {
+  Context& context = run.host().context();
   for (const std::size_t size : {std::size_t{4096}, MiB}) {
     const std::string what = str("memalloc(", size, ")");
     auto memory = allocate(run, context, size);
@@ -141,7 +163,7 @@ void check_alloc_5(ClauseRun& run) {
                    "AutoFreePointer, whose first dropped view frees the buffer)"));
     }
     write_pattern(run, pointer, size, 1500 + size, what);
-    const std::optional<AddressRange> block = run.driver_block(pointer);
+    const std::optional<AddressRange> block = run.backend().driver_block(pointer);
     std::weak_ptr<MemoryPointer> base = memory->owner();
     for (const std::size_t start : {std::size_t{0}, std::size_t{16}}) {
       { auto view = memory->view(start); }
@@ -152,7 +174,7 @@ void check_alloc_5(ClauseRun& run) {
                      ") ran the allocation's finalizer while the pointer is still held (refct ",
                      memory->refct(), "): the bare-AutoFreePointer hazard"));
       }
-      if (block && !run.driver_block(pointer)) {
+      if (block && !run.backend().driver_block(pointer)) {
         run.fail(str("dropping ", what, "->view(", start,
                      ") freed the allocation in the driver while the pointer is still held"));
       }
@@ -170,8 +192,8 @@ void check_alloc_5(ClauseRun& run) {
 }
 
 // ALLOC-6: memhostalloc for the 8 flag combinations.
-void check_alloc_6(ClauseRun& run) {
-  Context& context = run.context();
+EMM_CHECK(ALLOC_6) {
+  Context& context = run.host().context();
   constexpr std::size_t kSize = 8192 + 5;
   std::uint64_t seed = 1600;
   for (const bool mapped : {false, true}) {
@@ -215,12 +237,12 @@ void check_alloc_6(ClauseRun& run) {
         }
         const CUdeviceptr device = allocation.mapped_pointer()->device_pointer();
         if (device == 0) run.fail(what + " has a null device pointer");
-        expect_same_bytes(run, run.read_device(device, kSize, what), written,
+        expect_same_bytes(run, read_device(run, device, kSize, what), written,
                           what +
                               ": the device pointer does not alias the host bytes (host write, "
                               "device read)");
         const std::vector<std::byte> back = pattern(kSize, seed + 100);
-        run.write_device(device, back, what);
+        write_device(run, device, back, what);
         if (std::memcmp(host, back.data(), kSize) != 0) {
           run.fail(what +
                    ": the device pointer does not alias the host bytes (device write, "
@@ -231,34 +253,9 @@ void check_alloc_6(ClauseRun& run) {
   }
 }
 
-// A page-aligned host buffer whose release is observable.
-struct OwnedBuffer {
-  std::shared_ptr<void> owner;
-  std::shared_ptr<std::atomic<bool>> released = std::make_shared<std::atomic<bool>>(false);
-  std::byte* data = nullptr;
-
-  explicit OwnedBuffer(std::size_t bytes) {
-    void* raw = std::aligned_alloc(4096, bytes);
-    data = static_cast<std::byte*>(raw);
-    owner = std::shared_ptr<void>(raw, [flag = released](void* p) {
-      std::free(p);
-      flag->store(true);
-    });
-  }
-};
-
-HostAllocation pin(ClauseRun& run, Context& context, std::shared_ptr<void> owner, void* pointer,
-                   std::size_t size, bool mapped, std::string_view what) {
-  try {
-    return context.mempin(std::move(owner), pointer, size, mapped);
-  } catch (...) {
-    run.fail(str(what, " threw ", describe_current_exception()));
-  }
-}
-
 // ALLOC-7: mempin kinds, ownership, exact range, immediate unpin (also inside defer_cleanup).
-void check_alloc_7(ClauseRun& run) {
-  Context& context = run.context();
+EMM_CHECK(ALLOC_7) {
+  Context& context = run.host().context();
   constexpr std::size_t kPage = 4096;
   constexpr std::size_t kSize = 2 * kPage;
   for (const bool mapped : {false, true}) {
@@ -294,7 +291,7 @@ void check_alloc_7(ClauseRun& run) {
       const std::vector<std::byte> written = pattern(kSize, 1700);
       std::memcpy(pointer, written.data(), kSize);
       expect_same_bytes(run,
-                        run.read_device(allocation.mapped_pointer()->device_pointer(), kSize, what),
+                        read_device(run, allocation.mapped_pointer()->device_pointer(), kSize, what),
                         written, what + ": the device pointer does not alias [p, p+n)");
     }
     // The allocation alone keeps the buffer alive.
@@ -339,12 +336,12 @@ void check_alloc_7(ClauseRun& run) {
 }
 
 // ALLOC-10: 8 threads allocate and release concurrently; nothing overlaps or is lost.
-void check_alloc_10(ClauseRun& run) {
+EMM_CHECK(ALLOC_10) {
   run.require_capability();
-  Context& context = run.context();
+  Context& context = run.host().context();
   constexpr int kThreads = 8;
   const int allocations_per_thread = 640;  // 8 x 640 allocations + as many releases
-  const std::size_t baseline = run.device_bytes_in_use();
+  const std::size_t baseline = run.backend().device_bytes_in_use();
 
   std::mutex mutex;
   IntervalSet live;
@@ -436,16 +433,13 @@ void check_alloc_10(ClauseRun& run) {
   } catch (...) {
     run.fail("reset() after the concurrent run threw " + describe_current_exception());
   }
-  const std::size_t after = run.device_bytes_in_use();
-  if (after > baseline + run.memory_slack()) {
-    run.fail(str("after the concurrent run released everything and reset(), ", after - baseline,
-                 " bytes more device memory are in use than before it: allocations were lost"));
-  }
+  expect_no_growth(run, baseline, "after the concurrent run released everything and reset()",
+                   "before it", ": allocations were lost");
 }
 
 // ALLOC-11: 256-byte alignment.
-void check_alloc_11(ClauseRun& run) {
-  Context& context = run.context();
+EMM_CHECK(ALLOC_11) {
+  Context& context = run.host().context();
   std::vector<std::shared_ptr<MemoryPointer>> held;
   for (int round = 0; round < 3; ++round) {
     for (const std::size_t size :
@@ -463,19 +457,6 @@ void check_alloc_11(ClauseRun& run) {
     }
   }
   run.record("allocations_checked", held.size());
-}
-
-}  // namespace
-
-void register_alloc_checks(CheckRegistry& registry) {
-  registry.add("ALLOC-1", check_alloc_1);
-  registry.add("ALLOC-2", check_alloc_2);
-  registry.add("ALLOC-3", check_alloc_3);
-  registry.add("ALLOC-5", check_alloc_5);
-  registry.add("ALLOC-6", check_alloc_6);
-  registry.add("ALLOC-7", check_alloc_7);
-  registry.add("ALLOC-10", check_alloc_10);
-  registry.add("ALLOC-11", check_alloc_11);
 }
 
 }  // namespace emm::conformance::checks

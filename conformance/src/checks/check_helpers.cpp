@@ -3,6 +3,7 @@
 
 #include "checks/checks.hpp"
 #include "emm/errors.hpp"
+#include "emm/host_only_memory_manager.hpp"
 
 namespace emm::conformance::checks {
 
@@ -20,9 +21,54 @@ std::vector<std::byte> pattern(std::size_t size, std::uint64_t seed) {
   return bytes;
 }
 
+namespace {
+
+// Fails when the backend counted an access outside any allocation since `before`.
+void expect_valid_access(ClauseRun& run, std::optional<std::size_t> before, std::string_view verb,
+                         std::string_view what, std::size_t size, CUdeviceptr pointer) {
+  const std::optional<std::size_t> after = run.backend().invalid_accesses();
+  if (!before || !after) {
+    run.unobservable("accesses outside allocations");
+    return;
+  }
+  if (*after != *before) {
+    run.fail(str(verb, " ", what, " (", size, " bytes at ", hex(pointer),
+                 ") touched memory that is not allocated: the ", run.backend().name(),
+                 " driver counted an invalid access"));
+  }
+}
+
+}  // namespace
+
+std::vector<std::byte> read_device(ClauseRun& run, CUdeviceptr pointer, std::size_t size,
+                                   std::string_view what) {
+  std::vector<std::byte> bytes(size);
+  const std::optional<std::size_t> before = run.backend().invalid_accesses();
+  try {
+    if (size > 0) run.driver().memcpy_dtoh(bytes.data(), pointer, size);
+  } catch (...) {
+    run.fail(str("reading ", what, " (", size, " bytes at ", hex(pointer),
+                 ") failed: ", describe_current_exception()));
+  }
+  expect_valid_access(run, before, "reading", what, size, pointer);
+  return bytes;
+}
+
+void write_device(ClauseRun& run, CUdeviceptr pointer, const std::vector<std::byte>& bytes,
+                  std::string_view what) {
+  const std::optional<std::size_t> before = run.backend().invalid_accesses();
+  try {
+    if (!bytes.empty()) run.driver().memcpy_htod(pointer, bytes.data(), bytes.size());
+  } catch (...) {
+    run.fail(str("writing ", what, " (", bytes.size(), " bytes at ", hex(pointer),
+                 ") failed: ", describe_current_exception()));
+  }
+  expect_valid_access(run, before, "writing", what, bytes.size(), pointer);
+}
+
 void write_pattern(ClauseRun& run, CUdeviceptr pointer, std::size_t size, std::uint64_t seed,
                    std::string_view what) {
-  run.write_device(pointer, pattern(size, seed), what);
+  write_device(run, pointer, pattern(size, seed), what);
 }
 
 void expect_same_bytes(ClauseRun& run, const std::vector<std::byte>& seen,
@@ -40,7 +86,7 @@ void expect_same_bytes(ClauseRun& run, const std::vector<std::byte>& seen,
 
 void expect_pattern(ClauseRun& run, CUdeviceptr pointer, std::size_t size, std::uint64_t seed,
                     std::string_view what) {
-  expect_same_bytes(run, run.read_device(pointer, size, what), pattern(size, seed),
+  expect_same_bytes(run, read_device(run, pointer, size, what), pattern(size, seed),
                     str(what, " does not hold the bytes written to it"));
 }
 
@@ -111,7 +157,47 @@ std::optional<std::string> IntervalSet::insert(CUdeviceptr begin, std::size_t si
 
 void IntervalSet::erase(CUdeviceptr begin) { ranges_.erase(begin); }
 
-BareContext::BareContext(ClauseRun& run) : run_(run), runtime_(run.make_runtime()) {
+std::size_t expect_no_growth(ClauseRun& run, std::size_t baseline, std::string_view when,
+                             std::string_view than, std::string_view why, std::size_t allowance) {
+  const std::size_t now = run.backend().device_bytes_in_use();
+  const std::size_t growth = now > baseline ? now - baseline : 0;
+  if (growth > allowance + run.backend().memory_slack()) {
+    run.fail(str(when, ", ", growth, " bytes more device memory are in use than ", than, " (",
+                 baseline, " -> ", now, ")", why));
+  }
+  return growth;
+}
+
+void flush_point(BaseCUDAMemoryManager& manager) {
+  if (auto* host_only = dynamic_cast<HostOnlyCUDAMemoryManager*>(&manager)) {
+    host_only->deallocations().clear();
+  }
+}
+
+std::vector<ImportResult> import_elsewhere(ClauseRun& run,
+                                           const std::vector<std::vector<std::byte>>& handles) {
+  try {
+    return run.backend().import_elsewhere(handles);
+  } catch (...) {
+    run.fail(str("the importing process could not open the handles: ",
+                 describe_current_exception()));
+  }
+}
+
+void expect_no_invalid_frees(ClauseRun& run, std::optional<std::size_t> before,
+                             std::string_view what) {
+  const std::optional<std::size_t> after = run.backend().invalid_frees();
+  if (!before || !after) {
+    run.unobservable("double frees in the driver");
+    return;
+  }
+  if (*after != *before) {
+    run.fail(str("the ", run.backend().name(), " driver counted ", *after - *before,
+                 " invalid free(s) ", what));
+  }
+}
+
+BareContext::BareContext(ClauseRun& run) : run_(run), runtime_(run.host().make_runtime()) {
   Driver& driver = run.driver();
   handle_ = driver.primary_ctx_retain(0);
   if (driver.ctx_get_current() != nullptr) driver.ctx_set_current(nullptr);

@@ -1,5 +1,14 @@
-// checks.hpp — private to emm_conformance: the per-group registration functions and the
-// helpers the check bodies share (patterns, overlap bookkeeping, guarded plugin calls).
+// checks.hpp — private to the conformance core: how a check body is declared, and the helpers
+// the bodies share (patterns, device access, overlap bookkeeping, memory comparisons).
+//
+// A plugin clause's body is the explicit specialisation check<PluginClause::KEY>, written
+//
+//   EMM_CHECK(LIFE_2) {   // in <group>_checks.cpp; `run` is the ClauseRun
+//     ...
+//   }
+//
+// Every plugin clause of the catalogue is declared here (from EMM_PLUGIN_CLAUSES), so a body for
+// an id that is not in the catalogue does not compile and a missing body does not link.
 #pragma once
 
 #include <cstddef>
@@ -12,27 +21,39 @@
 #include <vector>
 
 #include "emm/conformance/clause_run.hpp"
-#include "emm/conformance/registry.hpp"
+#include "emm/conformance/ipc_importer.hpp"
+#include "emm/conformance/plugin_clauses.hpp"
 #include "emm/context.hpp"
 #include "emm/diagnostics.hpp"
 #include "emm/runtime.hpp"
 
 namespace emm::conformance::checks {
 
-void register_reg_checks(CheckRegistry& registry);
-void register_life_checks(CheckRegistry& registry);
-void register_alloc_checks(CheckRegistry& registry);
-void register_fin_checks(CheckRegistry& registry);
-void register_defer_checks(CheckRegistry& registry);
-void register_info_checks(CheckRegistry& registry);
-void register_ipc_checks(CheckRegistry& registry);
-void register_perf_checks(CheckRegistry& registry);
+template <PluginClause>
+void check(ClauseRun& run);
+
+#define EMM_CHECK_DECLARATION_(Key, Id, TestName) \
+  template <>                                     \
+  void check<PluginClause::Key>(ClauseRun & run);
+EMM_PLUGIN_CLAUSES(EMM_CHECK_DECLARATION_)
+#undef EMM_CHECK_DECLARATION_
+
+#define EMM_CHECK(Key) \
+  template <>          \
+  void check<PluginClause::Key>(ClauseRun & run)
 
 inline constexpr std::size_t KiB = 1024;
 inline constexpr std::size_t MiB = 1024 * KiB;
 
 // Deterministic pseudo-random bytes (xorshift), different for each seed.
 std::vector<std::byte> pattern(std::size_t size, std::uint64_t seed);
+
+// Reads/writes device memory through the driver; a driver error, or an access the backend saw
+// touch memory that is not allocated, fails the clause naming `what` was being accessed.
+std::vector<std::byte> read_device(ClauseRun& run, CUdeviceptr pointer, std::size_t size,
+                                   std::string_view what);
+void write_device(ClauseRun& run, CUdeviceptr pointer, const std::vector<std::byte>& bytes,
+                  std::string_view what);
 
 // Writes pattern(size, seed) to device memory.
 void write_pattern(ClauseRun& run, CUdeviceptr pointer, std::size_t size, std::uint64_t seed,
@@ -73,6 +94,29 @@ class IntervalSet {
   };
   std::map<CUdeviceptr, Range> ranges_;
 };
+
+// The comparison every "nothing was lost" check makes: device memory in use now against
+// `baseline` (a backend().device_bytes_in_use() figure). When it grew by more than `allowance`
+// plus the backend's slack, fails with
+//   "<when>, <growth> bytes more device memory are in use than <than> (<baseline> -> <now>)<why>"
+// Returns the growth (0 when it shrank).
+std::size_t expect_no_growth(ClauseRun& run, std::size_t baseline, std::string_view when,
+                             std::string_view than, std::string_view why,
+                             std::size_t allowance = 0);
+
+// A flush point for deferred frees: the HostOnlyCUDAMemoryManager queue of `manager` is cleared
+// (others have no queue the kit can name: nothing is done).
+void flush_point(BaseCUDAMemoryManager& manager);
+
+// Opens every serialized handle in another process (Backend::import_elsewhere); a failure to
+// run that process fails the clause.
+std::vector<ImportResult> import_elsewhere(ClauseRun& run,
+                                           const std::vector<std::vector<std::byte>>& handles);
+
+// Fails when the backend counted invalid frees since `before` (a backend().invalid_frees()
+// figure); records an unobservable note when the backend does not count them.
+void expect_no_invalid_frees(ClauseRun& run, std::optional<std::size_t> before,
+                             std::string_view what);
 
 // A context built like the host builds one, but not yet made current nor initialized: the
 // plugin has only been constructed (with no context current, LIFE-4). For LIFE-4/LIFE-5.

@@ -5,7 +5,6 @@
 
 #include "checks/checks.hpp"
 #include "emm/host_only_memory_manager.hpp"
-#include "emm/fake/fake_driver.hpp"
 
 namespace emm::conformance::checks {
 namespace {
@@ -35,7 +34,7 @@ void churn(ClauseRun& run, Context& context, int count, std::string_view when) {
 // Allocates and releases every size the DEFER-2 scopes use, then reaches a flush point: the
 // device memory then in use is what the plugin keeps at rest (a caching pool keeps its caches,
 // the same each time; a plugin left deferring keeps more).
-std::size_t settle(ClauseRun& run, Context& context) {
+void settle(ClauseRun& run, Context& context) {
   {
     std::vector<std::shared_ptr<MemoryPointer>> held;
     for (int i = 0; i < 4; ++i) {
@@ -46,16 +45,33 @@ std::size_t settle(ClauseRun& run, Context& context) {
     // Large blocks too: what a plugin wrongly keeps then exceeds the gpu's measurement slack.
     for (int i = 0; i < 6; ++i) held.push_back(allocate(run, context, 2 * MiB + 1, "settling"));
   }
-  ClauseRun::flush_point(context.memory_manager());
-  return run.device_bytes_in_use();
+  flush_point(context.memory_manager());
 }
 
+// Device and host allocations made and released.
+void workload(ClauseRun& run, Context& context) {
+  std::vector<std::shared_ptr<MemoryPointer>> device;
+  for (int i = 0; i < 24; ++i) device.push_back(allocate(run, context, 64 * KiB, "workload"));
+  device.push_back(allocate(run, context, 4 * MiB + 3, "workload"));
+  std::vector<HostAllocation> host;
+  try {
+    host.push_back(context.memhostalloc(4096, false));
+    host.push_back(context.memhostalloc(4096, false));
+    if (context.can_map_host_memory()) host.push_back(context.memhostalloc(8192, true));
+  } catch (...) {
+    run.fail("memhostalloc threw " + describe_current_exception());
+  }
+}
+
+}  // namespace
+
 // DEFER-2: guards are scopes; nesting and any release order leave the plugin consistent.
-void check_defer_2(ClauseRun& run) {
-  Context& context = run.context();
+EMM_CHECK(DEFER_2) {
+  Context& context = run.host().context();
   BaseCUDAMemoryManager& manager = context.memory_manager();
   auto* host_only = dynamic_cast<HostOnlyCUDAMemoryManager*>(&manager);
-  const std::size_t at_rest = settle(run, context);
+  settle(run, context);
+  const std::size_t at_rest = run.backend().device_bytes_in_use();
 
   {
     CleanupGuard guard = enter(run, manager, "(a single scope)");
@@ -109,14 +125,11 @@ void check_defer_2(ClauseRun& run) {
   }
   expect_usable(run, context, "after the host's guard", 2250);
 
-  const std::size_t after = settle(run, context);
-  if (after > at_rest + run.memory_slack()) {
-    run.fail(
-        str("after every guard was released (nested, out of order, moved, left by an "
-            "exception), the plugin keeps ",
-            after - at_rest, " more bytes of device memory at rest than before the guards (",
-            at_rest, " -> ", after, "): a released guard left it deferring its frees"));
-  }
+  settle(run, context);
+  expect_no_growth(run, at_rest,
+                   "after every guard was released (nested, out of order, moved, left by an "
+                   "exception) and the plugin settled",
+                   "at rest before the guards", ": a released guard left it deferring its frees");
   if (host_only != nullptr && host_only->deallocations().is_disabled()) {
     run.fail(
         "every defer_cleanup() guard was released, yet the HostOnlyCUDAMemoryManager "
@@ -125,9 +138,9 @@ void check_defer_2(ClauseRun& run) {
 }
 
 // DEFER-3: a HostOnly subclass holds the parent's guard for the whole scope.
-void check_defer_3(ClauseRun& run) {
+EMM_CHECK(DEFER_3) {
   run.require_capability();
-  Context& context = run.context();
+  Context& context = run.host().context();
   BaseCUDAMemoryManager& manager = context.memory_manager();
   auto* host_only = dynamic_cast<HostOnlyCUDAMemoryManager*>(&manager);
   if (host_only == nullptr) run.fail("host_only_derived is set but the plugin is not one");
@@ -163,78 +176,64 @@ void check_defer_3(ClauseRun& run) {
   }
   expect_disabled(false, "after the host's guard was released");
 
-  // Host frees are deferred while a guard is alive (the fake shows the pinned block).
-  if (FakeDriver* fake = run.fake()) {
-    HostAllocation pinned = context.memhostalloc(4096, false);
-    const std::size_t live = fake->host_allocation_count();
-    {
-      CleanupGuard guard = enter(run, manager, "(host free)");
-      pinned = HostAllocation();
-      queue.clear();  // a flush while deferred is a no-op
-      if (fake->host_allocation_count() != live) {
-        run.fail(
-            "a pinned host buffer released inside defer_cleanup() was freed at once; "
-            "host frees must be deferred while the guard is alive");
-      }
-    }
-    queue.clear();
-    if (fake->host_allocation_count() >= live) {
+  // Host frees are deferred while a guard is alive (seen in the backend's count of live
+  // cuMemHostAlloc blocks).
+  Backend& backend = run.backend();
+  HostAllocation pinned = context.memhostalloc(4096, false);
+  const std::optional<std::size_t> live = backend.host_allocation_count();
+  if (!live) {
+    run.unobservable("host-free deferral");
+    return;
+  }
+  {
+    CleanupGuard guard = enter(run, manager, "(host free)");
+    pinned = HostAllocation();
+    queue.clear();  // a flush while deferred is a no-op
+    if (backend.host_allocation_count() != live) {
       run.fail(
-          "a pinned host buffer released inside defer_cleanup() was still not freed after "
-          "the guard ended and the queue was flushed");
+          "a pinned host buffer released inside defer_cleanup() was freed at once; "
+          "host frees must be deferred while the guard is alive");
     }
   }
-}
-
-// Device and host allocations made and released.
-void workload(ClauseRun& run, Context& context) {
-  std::vector<std::shared_ptr<MemoryPointer>> device;
-  for (int i = 0; i < 24; ++i) device.push_back(allocate(run, context, 64 * KiB, "workload"));
-  device.push_back(allocate(run, context, 4 * MiB + 3, "workload"));
-  std::vector<HostAllocation> host;
-  try {
-    host.push_back(context.memhostalloc(4096, false));
-    host.push_back(context.memhostalloc(4096, false));
-    if (context.can_map_host_memory()) host.push_back(context.memhostalloc(8192, true));
-  } catch (...) {
-    run.fail("memhostalloc threw " + describe_current_exception());
+  queue.clear();
+  if (*backend.host_allocation_count() >= *live) {
+    run.fail(
+        "a pinned host buffer released inside defer_cleanup() was still not freed after "
+        "the guard ended and the queue was flushed");
   }
 }
 
 // DEFER-4: frees deferred in a scope are executed after it (at a flush point or reset()).
-void check_defer_4(ClauseRun& run) {
-  Context& context = run.context();
+EMM_CHECK(DEFER_4) {
+  Context& context = run.host().context();
   BaseCUDAMemoryManager& manager = context.memory_manager();
-  FakeDriver* fake = run.fake();
-  const std::size_t baseline = run.device_bytes_in_use();
-  const std::size_t host_baseline = fake != nullptr ? fake->host_allocation_count() : 0;
+  Backend& backend = run.backend();
+  const std::size_t baseline = backend.device_bytes_in_use();
+  const std::optional<std::size_t> host_baseline = backend.host_allocation_count();
 
   // The same work without and with defer_cleanup: what remains afterwards must not differ
   // (a caching pool may keep memory either way; deferred frees must not be lost).
   workload(run, context);
-  ClauseRun::flush_point(manager);
-  const std::size_t without = run.device_bytes_in_use();
-  const std::size_t host_without = fake != nullptr ? fake->host_allocation_count() : 0;
+  flush_point(manager);
+  const std::size_t without = backend.device_bytes_in_use();
+  const std::optional<std::size_t> host_without = backend.host_allocation_count();
   {
     CleanupGuard guard = context.defer_cleanup();
     workload(run, context);
-    ClauseRun::flush_point(manager);  // a no-op while deferred
+    flush_point(manager);  // a no-op while deferred
   }
   {
     CleanupGuard outer = enter(run, manager, "(outer)");
     CleanupGuard inner = enter(run, manager, "(inner)");
     workload(run, context);
   }
-  ClauseRun::flush_point(manager);
-  const std::size_t with = run.device_bytes_in_use();
-  if (with > without + run.memory_slack()) {
-    run.fail(str("after the defer_cleanup scopes ended and a flush point, ", with - without,
-                 " more bytes of device memory are in use than after the same work without "
-                 "defer_cleanup (",
-                 without, " -> ", with, "): frees deferred during the scope were never executed"));
-  }
-  if (fake != nullptr && fake->host_allocation_count() > host_without) {
-    run.fail(str(fake->host_allocation_count() - host_without,
+  flush_point(manager);
+  expect_no_growth(run, without, "after the defer_cleanup scopes ended and a flush point",
+                   "after the same work without defer_cleanup",
+                   ": frees deferred during the scope were never executed");
+  if (const std::optional<std::size_t> host_with = backend.host_allocation_count();
+      host_with && host_without && *host_with > *host_without) {
+    run.fail(str(*host_with - *host_without,
                  " pinned host block(s) released inside defer_cleanup were not freed after the "
                  "scope ended and a flush point"));
   }
@@ -243,40 +242,28 @@ void check_defer_4(ClauseRun& run) {
   } catch (...) {
     run.fail("reset() threw " + describe_current_exception());
   }
-  const std::size_t after_reset = run.device_bytes_in_use();
-  if (after_reset > baseline + run.memory_slack()) {
-    run.fail(str("after the deferred frees and reset(), ", after_reset - baseline,
-                 " bytes more device memory are in use than before the work"));
-  }
-  if (fake != nullptr) {
-    run.expect_eq(fake->host_allocation_count(), host_baseline,
+  expect_no_growth(run, baseline, "after the deferred frees and reset()", "before the work", "");
+  if (host_baseline) {
+    run.expect_eq(*backend.host_allocation_count(), *host_baseline,
                   "live cuMemHostAlloc blocks after the deferred frees and reset()");
+  } else {
+    run.unobservable("pinned host blocks left after reset()");
   }
 }
 
 // DEFER-6: the declared defer_cleanup behaviour is not empty.
-void check_defer_6(ClauseRun& run) {
-  const char* text = run.capabilities().defer_cleanup_behaviour;
-  std::string_view behaviour = text != nullptr ? text : "";
+EMM_CHECK(DEFER_6) {
+  std::string_view behaviour = run.subject().description.defer_cleanup_behaviour;
   while (!behaviour.empty() && std::isspace(static_cast<unsigned char>(behaviour.front()))) {
     behaviour.remove_prefix(1);
   }
   if (behaviour.empty()) {
     run.fail(
-        "the plugin declares no defer_cleanup behaviour (Capabilities::"
+        "the plugin declares no defer_cleanup behaviour (PluginDeclaration::"
         "defer_cleanup_behaviour is empty); say in one line what defer_cleanup() does for "
         "it: it is printed on the certificate");
   }
   run.record("defer_cleanup_behaviour", std::string(behaviour));
-}
-
-}  // namespace
-
-void register_defer_checks(CheckRegistry& registry) {
-  registry.add("DEFER-2", check_defer_2);
-  registry.add("DEFER-3", check_defer_3);
-  registry.add("DEFER-4", check_defer_4);
-  registry.add("DEFER-6", check_defer_6);
 }
 
 }  // namespace emm::conformance::checks

@@ -7,7 +7,6 @@
 
 #include "checks/checks.hpp"
 #include "emm/host_only_memory_manager.hpp"
-#include "emm/fake/fake_driver.hpp"
 
 namespace emm::conformance::checks {
 namespace {
@@ -51,7 +50,7 @@ void scenario(ClauseRun& run, Context& context, const std::vector<std::size_t>& 
   const CUdeviceptr pointer = memory->device_pointer();
   const std::uint64_t seed = 2100 + number;
   write_pattern(run, pointer, kSize, seed, "memalloc(8232)");
-  const std::optional<AddressRange> block = run.driver_block(pointer);
+  const std::optional<AddressRange> block = run.backend().driver_block(pointer);
   const std::weak_ptr<MemoryPointer> base = memory->owner();
 
   std::vector<std::shared_ptr<MemoryPointer>> refs(kReferenceNames.size());
@@ -71,7 +70,7 @@ void scenario(ClauseRun& run, Context& context, const std::vector<std::size_t>& 
     const std::string state = str("after dropping ", names(dropped), " while ", names(remaining),
                                   " still reference(s) it ", where);
     if (!alive(base)) run.fail("the finalizer ran " + state);
-    if (block && !run.driver_block(pointer)) run.fail("the driver allocation was freed " + state);
+    if (block && !run.backend().driver_block(pointer)) run.fail("the driver allocation was freed " + state);
     expect_pattern(run, pointer, kSize, seed, "the allocation " + state);
     auto probe = allocate(run, context, kSize, "probe for early reuse");
     if (overlap(probe->device_pointer(), kSize, pointer, kSize)) {
@@ -86,22 +85,23 @@ void scenario(ClauseRun& run, Context& context, const std::vector<std::size_t>& 
                  " the allocation is still alive with its finalizer pending (does the plugin "
                  "keep a std::shared_ptr to what it returned?)"));
   }
-  ClauseRun::flush_point(context.memory_manager());
+  flush_point(context.memory_manager());
   if (dynamic_cast<HostOnlyCUDAMemoryManager*>(&context.memory_manager()) != nullptr &&
       exact_driver_allocation(block, pointer, kSize) &&
-      exact_driver_allocation(run.driver_block(pointer), pointer, kSize)) {
+      exact_driver_allocation(run.backend().driver_block(pointer), pointer, kSize)) {
     run.fail(str("after dropping every reference ", where,
                  " and flushing the deferred-free queue, the driver allocation at ", hex(pointer),
                  " is still allocated: the finalizer did not free it"));
   }
 }
 
+}  // namespace
+
 // FIN-1: each finalizer exactly once, only after the last reference, never never.
-void check_fin_1(ClauseRun& run) {
+EMM_CHECK(FIN_1) {
   Diagnostics::Capture capture;
-  FakeDriver* fake = run.fake();
-  const std::size_t invalid_before = fake != nullptr ? fake->invalid_frees() : 0;
-  Context& context = run.context();
+  const std::optional<std::size_t> invalid_before = run.backend().invalid_frees();
+  Context& context = run.host().context();
 
   std::vector<std::size_t> order(kReferenceNames.size());
   std::iota(order.begin(), order.end(), 0);
@@ -117,12 +117,10 @@ void check_fin_1(ClauseRun& run) {
   run.record("drop_orders", number);
 
   // Not twice: the driver saw no double free, and no block is handed out twice.
-  ClauseRun::flush_point(context.memory_manager());
+  flush_point(context.memory_manager());
   expect_no_ignored_exceptions(run, capture, "while references were dropped");
-  if (fake != nullptr && fake->invalid_frees() != invalid_before) {
-    run.fail(str("the fake driver counted ", fake->invalid_frees() - invalid_before,
-                 " invalid free(s): a finalizer freed its memory twice"));
-  }
+  expect_no_invalid_frees(run, invalid_before,
+                          "while references were dropped: a finalizer freed its memory twice");
   {
     IntervalSet live;
     std::vector<std::shared_ptr<MemoryPointer>> held;
@@ -144,31 +142,28 @@ void check_fin_1(ClauseRun& run) {
   constexpr int kCycles = 512;
   constexpr std::size_t kCycleSize = 64 * KiB;
   constexpr std::size_t kAllowedGrowth = 4 * MiB;
-  ClauseRun::flush_point(context.memory_manager());
-  const std::size_t before = run.device_bytes_in_use();
+  flush_point(context.memory_manager());
+  const std::size_t before = run.backend().device_bytes_in_use();
   for (int cycle = 0; cycle < kCycles; ++cycle) {
     auto memory = allocate(run, context, kCycleSize, "release cycle");
     auto view = memory->view(1);
     memory.reset();
     view.reset();
   }
-  ClauseRun::flush_point(context.memory_manager());
-  const std::size_t after = run.device_bytes_in_use();
-  if (after > before + kAllowedGrowth + run.memory_slack()) {
-    run.fail(str("after ", kCycles, " cycles of memalloc(", kCycleSize,
-                 ") and release, device memory in use grew by ", after - before,
-                 " bytes: released allocations are never freed (finalizer never runs or never "
-                 "frees)"));
-  }
-  run.record("cycle_growth_bytes", after > before ? after - before : std::size_t{0});
+  flush_point(context.memory_manager());
+  const std::size_t growth = expect_no_growth(
+      run, before, str("after ", kCycles, " cycles of memalloc(", kCycleSize, ") and release"),
+      "before them",
+      ": released allocations are never freed (finalizer never runs or never frees)",
+      kAllowedGrowth);
+  run.record("cycle_growth_bytes", growth);
 }
 
 // FIN-5: dropping a buffer frees it and no other.
-void check_fin_5(ClauseRun& run) {
+EMM_CHECK(FIN_5) {
   Diagnostics::Capture capture;
-  FakeDriver* fake = run.fake();
-  const std::size_t invalid_before = fake != nullptr ? fake->invalid_frees() : 0;
-  Context& context = run.context();
+  const std::optional<std::size_t> invalid_before = run.backend().invalid_frees();
+  Context& context = run.host().context();
   const bool host_only =
       dynamic_cast<HostOnlyCUDAMemoryManager*>(&context.memory_manager()) != nullptr;
   const std::array<std::size_t, 3> sizes = {4096 + 7, 64 * KiB + 9, MiB + 3};
@@ -186,17 +181,17 @@ void check_fin_5(ClauseRun& run) {
       write_pattern(run, memory->device_pointer(), sizes[i], 2500 + 10 * victim + i,
                     str("memalloc(", sizes[i], ")"));
       buffers.push_back({memory, memory->device_pointer(),
-                         run.driver_block(memory->device_pointer()), memory->owner()});
+                         run.backend().driver_block(memory->device_pointer()), memory->owner()});
     }
     const std::string dropped = str("memalloc(", sizes[victim], ")");
     buffers[victim].memory.reset();
-    ClauseRun::flush_point(context.memory_manager());
+    flush_point(context.memory_manager());
     if (!finalized(buffers[victim].base)) {
       run.fail(str("dropping the only reference to ", dropped, " did not run its finalizer"));
     }
     if (host_only &&
         exact_driver_allocation(buffers[victim].block, buffers[victim].pointer, sizes[victim]) &&
-        exact_driver_allocation(run.driver_block(buffers[victim].pointer), buffers[victim].pointer,
+        exact_driver_allocation(run.backend().driver_block(buffers[victim].pointer), buffers[victim].pointer,
                                 sizes[victim])) {
       run.fail(str("dropping ", dropped,
                    " and flushing the deferred-free queue did not free it in the driver"));
@@ -207,7 +202,7 @@ void check_fin_5(ClauseRun& run) {
       if (!alive(buffers[i].base)) {
         run.fail(str("dropping ", dropped, " ran the finalizer of ", survivor));
       }
-      if (buffers[i].block && !run.driver_block(buffers[i].pointer)) {
+      if (buffers[i].block && !run.backend().driver_block(buffers[i].pointer)) {
         run.fail(str("dropping ", dropped, " freed ", survivor, " in the driver"));
       }
       expect_pattern(run, buffers[i].pointer, sizes[i], 2500 + 10 * victim + i,
@@ -225,19 +220,9 @@ void check_fin_5(ClauseRun& run) {
       }
     }
   }
-  ClauseRun::flush_point(context.memory_manager());
+  flush_point(context.memory_manager());
   expect_no_ignored_exceptions(run, capture, "while buffers were dropped");
-  if (fake != nullptr && fake->invalid_frees() != invalid_before) {
-    run.fail(str("the fake driver counted ", fake->invalid_frees() - invalid_before,
-                 " invalid free(s) while buffers were dropped one at a time"));
-  }
-}
-
-}  // namespace
-
-void register_fin_checks(CheckRegistry& registry) {
-  registry.add("FIN-1", check_fin_1);
-  registry.add("FIN-5", check_fin_5);
+  expect_no_invalid_frees(run, invalid_before, "while buffers were dropped one at a time");
 }
 
 }  // namespace emm::conformance::checks

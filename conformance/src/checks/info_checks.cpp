@@ -30,10 +30,12 @@ void expect_shape(ClauseRun& run, const MemoryInfo& info, std::string_view when)
   }
 }
 
+}  // namespace
+
 // INFO-1: free <= total, total > 0, free drops as the plugin's memory use grows.
-void check_info_1(ClauseRun& run) {
+EMM_CHECK(INFO_1) {
   run.require_capability();
-  Context& context = run.context();
+  Context& context = run.host().context();
   const MemoryInfo before = query(run, context, "at rest");
   expect_shape(run, before, "at rest");
   std::vector<std::shared_ptr<MemoryPointer>> held;
@@ -62,7 +64,7 @@ void check_info_1(ClauseRun& run) {
     run.note("declared pooling: free must drop, by any amount (pool-level figures)");
     return;
   }
-  if (drop + run.memory_slack() < allocated) {
+  if (drop + run.backend().memory_slack() < allocated) {
     run.fail(str("get_memory_info().free went from ", before.free, " to ", after.free, " while ",
                  allocated,
                  " bytes were allocated; expected it to drop by at least "
@@ -71,8 +73,8 @@ void check_info_1(ClauseRun& run) {
 }
 
 // INFO-2: not provided => NotImplementedError; provided => sane figures.
-void check_info_2(ClauseRun& run) {
-  Context& context = run.context();
+EMM_CHECK(INFO_2) {
+  Context& context = run.host().context();
   if (run.capabilities().memory_info) {
     expect_shape(run, query(run, context, "(memory_info declared)"), "(memory_info declared)");
     return;
@@ -96,18 +98,10 @@ void check_info_2(ClauseRun& run) {
 }
 
 // INFO-3: memory info is provided (a warning when declared absent).
-void check_info_3(ClauseRun& run) {
+EMM_CHECK(INFO_3) {
   run.require_capability();
-  Context& context = run.context();
+  Context& context = run.host().context();
   expect_shape(run, query(run, context, "(memory_info declared)"), "(memory_info declared)");
-}
-
-}  // namespace
-
-void register_info_checks(CheckRegistry& registry) {
-  registry.add("INFO-1", check_info_1);
-  registry.add("INFO-2", check_info_2);
-  registry.add("INFO-3", check_info_3);
 }
 
 }  // namespace emm::conformance::checks

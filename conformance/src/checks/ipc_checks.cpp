@@ -45,21 +45,19 @@ void expect_handle_fields(ClauseRun& run, const Exported& e) {
     run.fail(str("get_ipc_handle(", e.what, ").size() is ", e.handle.size(),
                  ", expected the view's size ", e.view->size()));
   }
-  if (const std::optional<AddressRange> block = run.driver_block(pointer)) {
+  if (const std::optional<AddressRange> block = run.backend().driver_block(pointer)) {
     const std::size_t expected = pointer - block->base;
     if (e.handle.offset() != expected) {
       run.fail(str("get_ipc_handle(", e.what, ").offset() is ", e.handle.offset(), ", expected ",
                    expected, " = view pointer ", hex(pointer), " - base ", hex(block->base),
                    " of the block the driver handle refers to"));
     }
-    if (run.on_fake()) {
-      const HandleBytes block_handle = bytes_of(run.driver().ipc_get_mem_handle(block->base));
-      if (bytes_of(e.handle.handle()) != block_handle) {
-        run.fail(str("get_ipc_handle(", e.what,
-                     ") carries a 64-byte handle that is not the "
-                     "driver's handle of the block [",
-                     hex(block->base), ", ", hex(block->base + block->size), ") the view lies in"));
-      }
+    const HandleBytes block_handle = bytes_of(run.driver().ipc_get_mem_handle(block->base));
+    if (bytes_of(e.handle.handle()) != block_handle) {
+      run.fail(str("get_ipc_handle(", e.what,
+                   ") carries a 64-byte handle that is not the "
+                   "driver's handle of the block [",
+                   hex(block->base), ", ", hex(block->base + block->size), ") the view lies in"));
     }
   }
 }
@@ -74,7 +72,7 @@ void expect_imported(ClauseRun& run, const std::vector<Exported>& exported) {
       run.fail(str("serializing the handle of ", e.what, " threw ", describe_current_exception()));
     }
   }
-  const std::vector<ImportResult> imported = run.import_elsewhere(serialized);
+  const std::vector<ImportResult> imported = import_elsewhere(run, serialized);
   if (imported.size() != exported.size()) {
     run.fail(str("the importing process answered for ", imported.size(), " handles, expected ",
                  exported.size()));
@@ -92,14 +90,16 @@ void expect_imported(ClauseRun& run, const std::vector<Exported>& exported) {
   }
 }
 
+}  // namespace
+
 // IPC-1: views at offsets 0, 1, 256, 4096+3, one ending early, and a view of a view.
-void check_ipc_1(ClauseRun& run) {
+EMM_CHECK(IPC_1) {
   run.require_capability();
-  Context& context = run.context();
+  Context& context = run.host().context();
   constexpr std::size_t kSize = 3 * 4096 + 517;
   auto buffer = allocate(run, context, kSize);
   const std::vector<std::byte> bytes = pattern(kSize, 3100);
-  run.write_device(buffer->device_pointer(), bytes, "the exported buffer");
+  write_device(run, buffer->device_pointer(), bytes, "the exported buffer");
   auto slice = [&bytes](std::size_t start, std::size_t stop) {
     return std::vector<std::byte>(bytes.begin() + static_cast<long>(start),
                                   bytes.begin() + static_cast<long>(stop));
@@ -133,15 +133,15 @@ void check_ipc_1(ClauseRun& run) {
 }
 
 // IPC-2: sub-allocations of one block share its handle with distinct, correct offsets.
-void check_ipc_2(ClauseRun& run) {
+EMM_CHECK(IPC_2) {
   run.require_capability();
-  Context& context = run.context();
+  Context& context = run.host().context();
   std::vector<Exported> exported;
   for (std::size_t i = 0; i < 16; ++i) {
     const std::size_t size = 256 * (1 + i % 4) + 24 * i;
     auto memory = allocate(run, context, size);
     std::vector<std::byte> bytes = pattern(size, 3200 + i);
-    run.write_device(memory->device_pointer(), bytes, str("allocation #", i + 1));
+    write_device(run, memory->device_pointer(), bytes, str("allocation #", i + 1));
     const std::string what = str("allocation #", i + 1, " (memalloc(", size, "))");
     IpcHandle handle = export_handle(run, context, memory, what);
     exported.push_back({what, memory, std::move(bytes), std::move(handle)});
@@ -180,8 +180,8 @@ void check_ipc_2(ClauseRun& run) {
 
 // IPC-7: without declared IPC support get_ipc_handle throws NotImplementedError (not_supported);
 // with it, get_ipc_handle works.
-void check_ipc_7(ClauseRun& run) {
-  Context& context = run.context();
+EMM_CHECK(IPC_7) {
+  Context& context = run.host().context();
   auto memory = allocate(run, context, 4096);
   if (run.capabilities().ipc) {
     IpcHandle handle = export_handle(run, context, memory, "memalloc(4096)");
@@ -207,14 +207,6 @@ void check_ipc_7(ClauseRun& run) {
       str("the plugin declares ipc=false, so get_ipc_handle() must throw "
           "emm::NotImplementedError; it returned a handle (size ",
           size, "); declare ipc=true if it works"));
-}
-
-}  // namespace
-
-void register_ipc_checks(CheckRegistry& registry) {
-  registry.add("IPC-1", check_ipc_1);
-  registry.add("IPC-2", check_ipc_2);
-  registry.add("IPC-7", check_ipc_7);
 }
 
 }  // namespace emm::conformance::checks

@@ -7,7 +7,6 @@
 #include "checks/checks.hpp"
 #include "emm/errors.hpp"
 #include "emm/host_only_memory_manager.hpp"
-#include "emm/fake/fake_driver.hpp"
 
 namespace emm::conformance::checks {
 namespace {
@@ -55,18 +54,20 @@ HostSet allocate_host_set(ClauseRun& run, Context& context) {
   return set;
 }
 
+}  // namespace
+
 // LIFE-2: initialize() many times changes nothing.
-void check_life_2(ClauseRun& run) {
-  Context& context = run.context();
+EMM_CHECK(LIFE_2) {
+  Context& context = run.host().context();
   BaseCUDAMemoryManager& manager = context.memory_manager();
   std::vector<Held> held;
   std::uint64_t seed = 200;
   for (std::size_t size : {std::size_t{1}, std::size_t{4096}, MiB + 3}) {
     auto memory = allocate(run, context, size);
     write_pattern(run, memory->device_pointer(), size, ++seed, str("memalloc(", size, ")"));
-    held.push_back({memory, size, seed, run.driver_block(memory->device_pointer())});
+    held.push_back({memory, size, seed, run.backend().driver_block(memory->device_pointer())});
   }
-  const std::size_t bytes_before = run.device_bytes_in_use();
+  const std::size_t bytes_before = run.backend().device_bytes_in_use();
   const std::optional<MemoryInfo> info_before = memory_info_if_declared(run, context);
   auto* host_only = dynamic_cast<HostOnlyCUDAMemoryManager*>(&manager);
   const std::size_t tracked_before = host_only != nullptr ? host_only->live_allocation_count() : 0;
@@ -92,15 +93,15 @@ void check_life_2(ClauseRun& run) {
   for (const Held& h : held) {
     const std::string what =
         str("the memalloc(", h.size, ") allocation made before ", kCalls, " initialize() calls");
-    if (h.block && !run.driver_block(h.memory->device_pointer())) {
+    if (h.block && !run.backend().driver_block(h.memory->device_pointer())) {
       run.fail(what + " is no longer allocated in the driver: initialize() freed live memory");
     }
     expect_pattern(run, h.memory->device_pointer(), h.size, h.seed, what);
     expect_read_write(run, h.memory->device_pointer(), h.size, h.seed + 1000, what);
   }
-  const std::size_t bytes_after = run.device_bytes_in_use();
-  if (bytes_after > bytes_before + run.memory_slack() ||
-      bytes_before > bytes_after + run.memory_slack()) {
+  const std::size_t bytes_after = run.backend().device_bytes_in_use();
+  const std::size_t slack = run.backend().memory_slack();
+  if (bytes_after > bytes_before + slack || bytes_before > bytes_after + slack) {
     run.fail(str("device memory in use went from ", bytes_before, " to ", bytes_after,
                  " bytes across ", kCalls + 10,
                  " initialize() calls; expected no change (initialize() must not allocate per "
@@ -111,7 +112,7 @@ void check_life_2(ClauseRun& run) {
     const std::size_t drift = info_after->free > info_before->free
                                   ? info_after->free - info_before->free
                                   : info_before->free - info_after->free;
-    const bool same = info_after->total == info_before->total && drift <= run.memory_slack();
+    const bool same = info_after->total == info_before->total && drift <= slack;
     if (!same) {
       run.fail(str("get_memory_info() was ", describe(*info_before), " before and ",
                    describe(*info_after), " after ", kCalls + 10,
@@ -141,7 +142,7 @@ void check_life_2(ClauseRun& run) {
 }
 
 // LIFE-4: construction while no context is current; the CUDA work then happens in initialize().
-void check_life_4(ClauseRun& run) {
+EMM_CHECK(LIFE_4) {
   BareContext bare(run);  // fails with the constructor's exception if it needed a context
   try {
     bare.context().prepare_for_use();
@@ -160,7 +161,7 @@ void check_life_4(ClauseRun& run) {
 }
 
 // LIFE-5: reset() as the very first call.
-void check_life_5(ClauseRun& run) {
+EMM_CHECK(LIFE_5) {
   BareContext bare(run);
   bare.context().make_current();
   BaseCUDAMemoryManager& manager = bare.manager();
@@ -182,8 +183,8 @@ void check_life_5(ClauseRun& run) {
 }
 
 // LIFE-6: memalloc works after reset(), with and without a new initialize().
-void check_life_6(ClauseRun& run) {
-  Context& context = run.context();
+EMM_CHECK(LIFE_6) {
+  Context& context = run.host().context();
   BaseCUDAMemoryManager& manager = context.memory_manager();
   auto before = allocate(run, context, 64 * KiB, "before reset()");
   try {
@@ -210,13 +211,13 @@ void check_life_6(ClauseRun& run) {
 }
 
 // LIFE-7: after reset() and the caller's release, used memory is back at the baseline.
-void check_life_7(ClauseRun& run) {
-  const std::size_t baseline = run.device_bytes_in_use();  // before the plugin exists
-  FakeDriver* fake = run.fake();
-  const std::size_t host_baseline = fake != nullptr ? fake->host_allocation_count() : 0;
-  const std::size_t pinned_baseline = fake != nullptr ? fake->host_registration_count() : 0;
+EMM_CHECK(LIFE_7) {
+  Backend& backend = run.backend();
+  const std::size_t baseline = backend.device_bytes_in_use();  // before the plugin exists
+  const std::optional<std::size_t> host_baseline = backend.host_allocation_count();
+  const std::optional<std::size_t> pinned_baseline = backend.host_registration_count();
 
-  Context& context = run.context();
+  Context& context = run.host().context();
   std::vector<std::shared_ptr<MemoryPointer>> device;
   std::size_t requested = 0;
   for (const std::size_t size : {std::size_t{1}, std::size_t{4096}, MiB + 3, 16 * MiB}) {
@@ -238,29 +239,27 @@ void check_life_7(ClauseRun& run) {
   }
   device.clear();
   host.allocations.clear();
-  const std::size_t in_use = run.device_bytes_in_use();
-  if (in_use > baseline + run.memory_slack()) {
-    run.fail(str("after reset() and releasing every pointer, ", in_use - baseline,
-                 " bytes of device memory are still in use above the baseline of ", baseline,
-                 " measured before the plugin existed (", requested,
-                 " bytes were requested); reset() must release everything the plugin "
-                 "allocated in the context (pools: their slabs too)"));
-  }
-  if (fake != nullptr) {
-    run.expect_eq(fake->host_allocation_count(), host_baseline,
+  expect_no_growth(run, baseline, "after reset() and releasing every pointer",
+                   "before the plugin existed",
+                   str(": they are still in use (", requested,
+                       " bytes were requested); reset() must release everything the plugin "
+                       "allocated in the context (pools: their slabs too)"));
+  if (host_baseline && pinned_baseline) {
+    run.expect_eq(*backend.host_allocation_count(), *host_baseline,
                   "live cuMemHostAlloc blocks after reset() and releasing every pointer");
-    run.expect_eq(fake->host_registration_count(), pinned_baseline,
+    run.expect_eq(*backend.host_registration_count(), *pinned_baseline,
                   "live cuMemHostRegister ranges after reset() and releasing every pointer");
+  } else {
+    run.unobservable("host allocations and registrations left after reset()");
   }
   run.record("bytes_requested", requested);
 }
 
 // LIFE-8: pointers released after reset() and after the context is gone run their finalizers
 // without throwing and without double frees.
-void check_life_8(ClauseRun& run) {
+EMM_CHECK(LIFE_8) {
   Diagnostics::Capture capture;
-  FakeDriver* fake = run.fake();
-  const std::size_t invalid_before = fake != nullptr ? fake->invalid_frees() : 0;
+  const std::optional<std::size_t> invalid_before = run.backend().invalid_frees();
 
   auto allocate_set = [&run](Context& context) {
     std::vector<std::shared_ptr<MemoryPointer>> set;
@@ -275,7 +274,7 @@ void check_life_8(ClauseRun& run) {
 
   // After reset(): the context and the plugin are still alive.
   {
-    Context& context = run.context();
+    Context& context = run.host().context();
     auto set = allocate_set(context);
     HostSet host = allocate_host_set(run, context);
     try {
@@ -289,10 +288,10 @@ void check_life_8(ClauseRun& run) {
   }
   // After close(): the context and the plugin instance are destroyed first.
   {
-    auto set = allocate_set(run.context());
-    HostSet host = allocate_host_set(run, run.context());
+    auto set = allocate_set(run.host().context());
+    HostSet host = allocate_host_set(run, run.host().context());
     try {
-      run.drop_runtime();
+      run.host().drop_runtime();
     } catch (...) {
       run.fail("Runtime::close() (reset() and destruction of the plugin) threw " +
                describe_current_exception());
@@ -302,24 +301,9 @@ void check_life_8(ClauseRun& run) {
     expect_no_ignored_exceptions(run, capture,
                                  "when pointers were released after the context was destroyed");
   }
-  if (fake != nullptr && fake->invalid_frees() != invalid_before) {
-    run.fail(
-        str("late finalizers freed memory that was not allocated any more: the fake driver "
-            "counted ",
-            fake->invalid_frees() - invalid_before,
-            " invalid free(s) (double free after reset() or close())"));
-  }
-}
-
-}  // namespace
-
-void register_life_checks(CheckRegistry& registry) {
-  registry.add("LIFE-2", check_life_2);
-  registry.add("LIFE-4", check_life_4);
-  registry.add("LIFE-5", check_life_5);
-  registry.add("LIFE-6", check_life_6);
-  registry.add("LIFE-7", check_life_7);
-  registry.add("LIFE-8", check_life_8);
+  expect_no_invalid_frees(run, invalid_before,
+                          "when pointers were released after reset() or close(): late finalizers "
+                          "freed memory that was not allocated any more (a double free)");
 }
 
 }  // namespace emm::conformance::checks

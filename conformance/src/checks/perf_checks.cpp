@@ -21,10 +21,12 @@ double median(std::vector<double> samples) {
   return samples[samples.size() / 2];
 }
 
+}  // namespace
+
 // PERF-1: median memalloc + release latency for 256 B and 1 MiB.
-void check_perf_1(ClauseRun& run) {
-  Context& context = run.context();
-  const int iterations = run.on_fake() ? 400 : 200;
+EMM_CHECK(PERF_1) {
+  Context& context = run.host().context();
+  constexpr int iterations = 300;
   for (const auto& [size, label] : {std::pair{std::size_t{256}, "256B"}, std::pair{MiB, "1MiB"}}) {
     for (int i = 0; i < 20; ++i) allocate(run, context, size, "warm-up");
     std::vector<double> samples;
@@ -41,8 +43,8 @@ void check_perf_1(ClauseRun& run) {
 }
 
 // PERF-2: the cost of one initialize() call.
-void check_perf_2(ClauseRun& run) {
-  Context& context = run.context();
+EMM_CHECK(PERF_2) {
+  Context& context = run.host().context();
   BaseCUDAMemoryManager& manager = context.memory_manager();
   std::vector<double> samples;
   for (int i = 0; i < 1000; ++i) {
@@ -58,14 +60,14 @@ void check_perf_2(ClauseRun& run) {
 }
 
 // PERF-3: pairwise allocate/free throughput, plugin against the raw driver.
-void check_perf_3(ClauseRun& run) {
-  Context& context = run.context();
-  const int pairs = run.on_fake() ? 2000 : 500;
+EMM_CHECK(PERF_3) {
+  Context& context = run.host().context();
+  constexpr int pairs = 500;
   constexpr std::size_t kSize = 256;
   auto start = Clock::now();
   for (int i = 0; i < pairs; ++i) allocate(run, context, kSize);
   const double plugin_us = elapsed_us(start);
-  ClauseRun::flush_point(context.memory_manager());
+  flush_point(context.memory_manager());
   Driver& driver = context.driver();
   context.make_current();
   start = Clock::now();
@@ -77,14 +79,6 @@ void check_perf_3(ClauseRun& run) {
   run.record("driver_pairs_per_s", driver_rate);
   run.record("plugin_over_driver", driver_rate > 0 ? plugin_rate / driver_rate : 0.0);
   run.record("pairs", static_cast<std::size_t>(pairs));
-}
-
-}  // namespace
-
-void register_perf_checks(CheckRegistry& registry) {
-  registry.add("PERF-1", check_perf_1);
-  registry.add("PERF-2", check_perf_2);
-  registry.add("PERF-3", check_perf_3);
 }
 
 }  // namespace emm::conformance::checks

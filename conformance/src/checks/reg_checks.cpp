@@ -44,9 +44,11 @@ int read_version(ClauseRun& run, const BaseCUDAMemoryManager& manager, std::stri
   }
 }
 
+}  // namespace
+
 // REG-1: the plugin reports exactly 1, on the probe instance and on a context's instance, and
 // the host's registration accepts it.
-void check_reg_1(ClauseRun& run) {
+EMM_CHECK(REG_1) {
   {
     auto probe = construct_probe(run);
     run.expect_eq(read_version(run, *probe, "the version-probe instance (null context)"),
@@ -54,25 +56,25 @@ void check_reg_1(ClauseRun& run) {
                   "interface_version() of the version-probe instance (null context)");
   }
   try {
-    Runtime host(run.shared_driver(), run.runtime_options());
+    Runtime host(run.backend().driver(), run.host().runtime_options());
     host.set_memory_manager(run.subject().factory);
   } catch (const InterfaceVersionError& error) {
     run.fail(str("set_memory_manager rejected the plugin: ", error.what()));
   } catch (...) {
     run.fail("set_memory_manager(plugin) threw " + describe_current_exception());
   }
-  Context& context = run.context();
+  Context& context = run.host().context();
   run.expect_eq(read_version(run, context.memory_manager(), "the context's instance"),
                 kSupportedInterfaceVersion, "interface_version() of the context's instance");
 }
 
 // REG-2: null-context construction works, makes no driver call, and can be repeated.
-void check_reg_2(ClauseRun& run) {
+EMM_CHECK(REG_2) {
   ProbeDriver probe =
       run.options().make_probe_driver ? run.options().make_probe_driver() : counting_fake_driver();
   try {
     // The host's path: set_memory_manager builds a throw-away instance with a null context.
-    Runtime host(probe.driver, run.runtime_options());
+    Runtime host(probe.driver, run.host().runtime_options());
     host.set_memory_manager(run.subject().factory);
   } catch (...) {
     run.fail(
@@ -96,13 +98,6 @@ void check_reg_2(ClauseRun& run) {
             calls, "); expected none: CUDA work belongs in initialize()"));
   }
   run.record("null_context_constructions", static_cast<std::size_t>(kRounds + 1));
-}
-
-}  // namespace
-
-void register_reg_checks(CheckRegistry& registry) {
-  registry.add("REG-1", check_reg_1);
-  registry.add("REG-2", check_reg_2);
 }
 
 }  // namespace emm::conformance::checks

@@ -31,10 +31,22 @@ std::string render() {
         "`emm-certify`; *host* clauses are checked by the kit's own suites on the reference "
         "system and describe what plugins can rely on.\n"
      << "- **Optional**: when the plugin declares this capability absent, the clause reports "
-        "`not_supported` (allowed); an undeclared `NotImplementedError` is a failure. "
-        "DEFER-3 applies only to plugins derived from `HostOnlyCUDAMemoryManager` and is "
-        "`not_supported` for the others. ALLOC-10 is SHOULD, and MUST for plugins declaring "
-        "`thread_safe`.\n"
+        "`not_supported` (allowed); an undeclared `NotImplementedError` is a failure.";
+  for (const emm::CapabilityField& field : emm::kCapabilityFields) {
+    std::string ids;
+    for (const Clause& clause : c.clauses()) {
+      if (clause.optional != &field) continue;
+      ids += (ids.empty() ? "" : ", ") + clause.id;
+    }
+    if (!ids.empty()) md << " `" << field.name << "` (" << field.meaning << "): " << ids << ".";
+  }
+  for (const Clause& clause : c.clauses()) {
+    if (!clause.declared_level) continue;
+    md << " " << clause.id << " is " << to_string(clause.level) << ", and "
+       << to_string(*clause.declared_level) << " for plugins declaring `"
+       << clause.optional->name << "`.";
+  }
+  md << "\n"
      << "- **Test name**: the GoogleTest/Boost.Test name of the clause's test.\n\n"
      << "| Id | Level | Target | Optional | Test name | Rule | Source |\n"
      << "|---|---|---|---|---|---|---|\n";
@@ -44,7 +56,7 @@ std::string render() {
       level += " (" + std::string(to_string(*clause.declared_level)) + " when declared)";
     }
     md << "| " << clause.id << " | " << level << " | " << clause.target() << " | ";
-    if (clause.optional) md << to_string(*clause.optional);
+    if (clause.optional != nullptr) md << clause.optional->name;
     md << " | ";
     // Streamed piece by piece: GCC 12 at -O3 warns falsely (-Wrestrict) on "`" + std::string.
     if (clause.plugin) md << '`' << clause.full_test_name() << '`';

@@ -3,51 +3,35 @@
 // In the plugin library, once:
 //
 //   #include <emm/plugin_abi.hpp>
-//   EMM_EXPORT_MEMORY_MANAGER(MyPlugin, "my-plugin",
-//                             (emm::Capabilities{.memory_info = true, .ipc = true,
-//                                                .thread_safe = true,
-//                                                .defer_cleanup_behaviour = "..."}))
+//   EMM_EXPORT_MEMORY_MANAGER(MyPlugin, kMyDeclaration)   // a PluginDeclaration constant
 //
 // This defines the extern "C" entry point `emm_memory_manager_plugin`, returning a
-// PluginDescriptor: the kit's plugin ABI version, the display name, the declared capabilities
-// and a factory. `host_only_derived` is filled in from the type, not declared.
-// emm::load_plugin (plugin_loader.hpp) and emm-certify read it.
+// PluginDescriptor: the kit's plugin ABI version, the plugin's declaration (name, capabilities,
+// defer_cleanup text; plugin_declaration.hpp) and a factory. `host_only_derived` is filled in
+// from the type, not declared. emm::load_plugin (plugin_loader.hpp) and emm-certify read it.
 //
-// The plugin and the host must link the same libemm_reference (one copy of the EMM classes);
-// the ABI version and the kit version string guard against mixing incompatible builds.
+// The plugin and the host must link the same libemm_reference (one copy of the EMM classes)
+// and the same C++ runtime: the host deletes instances through their virtual destructor. The
+// ABI version and the kit version string guard against mixing incompatible builds.
+//
+// ABI versions: 1 had a `destroy` function pointer and the defer_cleanup text inside
+// Capabilities. 2 (this kit) dropped `destroy`, which no host called and which the shared
+// runtime makes unnecessary, and moved the text into PluginDeclaration so that Capabilities is
+// a plain set of flags. A version-1 plugin is rejected with a message asking for a rebuild.
 #pragma once
 
 #include "emm/base_memory_manager.hpp"
 #include "emm/host_only_memory_manager.hpp"
+#include "emm/plugin_declaration.hpp"
 
 #include <cstdint>
 #include <type_traits>
 
 namespace emm {
 
-// What a plugin declares about itself. Each defaults to the conservative value: a capability
-// not declared is not certified, and its optional clauses report not_supported.
-struct Capabilities {
-  // get_memory_info() returns figures (INFO-1); otherwise it throws NotImplementedError.
-  bool memory_info = false;
-  // get_ipc_handle() works (IPC-1/2); otherwise it throws NotImplementedError (IPC-7).
-  bool ipc = false;
-  // Derived from HostOnlyCUDAMemoryManager (DEFER-3 applies). Set by the export macro.
-  bool host_only_derived = false;
-  // Safe under concurrent memalloc/free from many threads (ALLOC-10 becomes MUST).
-  bool thread_safe = false;
-  // Every CUDA call goes through context()->driver(), so the fake backend can certify it.
-  // False for plugins wrapping a library that calls CUDA itself: certified on GPU only.
-  bool runs_on_fake_driver = true;
-  // Sub-allocates from larger blocks it keeps (memory info may be pool-level, INFO-1; IPC
-  // handles must carry offsets, IPC-2).
-  bool pooling = false;
-  // One line on what defer_cleanup() does, printed on the certificate (DEFER-6).
-  const char* defer_cleanup_behaviour = "";
-};
-
-inline constexpr std::uint32_t kPluginAbiVersion = 1;
+inline constexpr std::uint32_t kPluginAbiVersion = 2;
 inline constexpr const char* kPluginEntryPoint = "emm_memory_manager_plugin";
+
 // The kit version plugins were built against (also in reports).
 inline constexpr const char* kKitVersion = "0.1.0";
 
@@ -55,38 +39,26 @@ struct PluginDescriptor {
   std::uint32_t abi_version;      // kPluginAbiVersion at the plugin's build
   std::uint32_t descriptor_size;  // sizeof(PluginDescriptor) at the plugin's build
   const char* kit_version;
-  const char* name;
-  Capabilities capabilities;
+  PluginDeclaration declaration;
   // Builds an instance for `context` (null for the version probe). May throw.
   BaseCUDAMemoryManager* (*create)(Context* context);
-  void (*destroy)(BaseCUDAMemoryManager* manager) noexcept;
 };
 
 using PluginEntryPoint = const PluginDescriptor* (*)();
 
-template <class Manager>
-constexpr Capabilities complete_capabilities(Capabilities declared) {
-  declared.host_only_derived = std::is_base_of_v<HostOnlyCUDAMemoryManager, Manager>;
-  return declared;
-}
-
 }  // namespace emm
 
-#define EMM_EXPORT_MEMORY_MANAGER(Manager, DisplayName, DeclaredCapabilities)                  \
+#define EMM_EXPORT_MEMORY_MANAGER(Manager, Declaration)                                      \
   static_assert(std::is_base_of_v<::emm::BaseCUDAMemoryManager, Manager>,                   \
                 "EMM_EXPORT_MEMORY_MANAGER: " #Manager                                      \
                 " must derive from emm::BaseCUDAMemoryManager");                            \
   extern "C" __attribute__((visibility("default"))) const ::emm::PluginDescriptor*          \
   emm_memory_manager_plugin() {                                                             \
     static const ::emm::PluginDescriptor descriptor{                                        \
-        ::emm::kPluginAbiVersion,                                                           \
-        sizeof(::emm::PluginDescriptor),                                                    \
-        ::emm::kKitVersion,                                                                 \
-        DisplayName,                                                                        \
-        ::emm::complete_capabilities<Manager>(DeclaredCapabilities),                        \
+        ::emm::kPluginAbiVersion, sizeof(::emm::PluginDescriptor), ::emm::kKitVersion,      \
+        ::emm::complete_declaration<Manager>(Declaration),                                  \
         [](::emm::Context* context) -> ::emm::BaseCUDAMemoryManager* {                      \
           return new Manager(context);                                                      \
-        },                                                                                  \
-        [](::emm::BaseCUDAMemoryManager* manager) noexcept { delete manager; }};            \
+        }};                                                                                 \
     return &descriptor;                                                                     \
   }

@@ -26,11 +26,10 @@ struct LoadedPlugin {
   std::string path;
   const PluginDescriptor* descriptor = nullptr;
 
-  const char* name() const noexcept { return descriptor->name; }
-  const Capabilities& capabilities() const noexcept { return descriptor->capabilities; }
+  const PluginDeclaration& declaration() const noexcept { return descriptor->declaration; }
   // A factory over the descriptor's `create`. Instances are deleted through the virtual
   // destructor: plugin and host share one libemm_reference and one C++ runtime, which the ABI
-  // version check guards. (`destroy` stays in the descriptor for hosts that cannot assume that.)
+  // version check guards (plugin_abi.hpp).
   ManagerFactory factory() const;
 };
 

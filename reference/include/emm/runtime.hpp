@@ -38,6 +38,10 @@ struct RuntimeOptions {
   std::function<std::optional<std::string>(const char*)> getenv;
   // Whether the platform has CUDA IPC (Linux does). Tests turn it off to check IPC-6.
   bool ipc_supported = true;
+
+  // Options that read no process environment variable: only `variables` are set. Tests and
+  // the conformance checks use it so that the caller's EMM_* settings never leak in.
+  static RuntimeOptions hermetic(std::map<std::string, std::string> variables = {});
 };
 
 class Runtime {

@@ -5,9 +5,7 @@
 
 struct ConsumerTraits {
   using Plugin = consumer::ConsumerPlugin;
-  static constexpr const char* name = "install-consumer";
-  static constexpr emm::Capabilities capabilities =
-      emm::complete_capabilities<Plugin>(consumer::kConsumerCapabilities);
+  static constexpr emm::PluginDeclaration declaration = consumer::kConsumerDeclaration;
 };
 
 EMM_INSTANTIATE_CONFORMANCE_SUITE(Consumer, ConsumerTraits);

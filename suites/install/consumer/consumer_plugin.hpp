@@ -12,10 +12,9 @@ class ConsumerPlugin : public emm::NumbaCUDAMemoryManager {
   using emm::NumbaCUDAMemoryManager::NumbaCUDAMemoryManager;
 };
 
-inline constexpr emm::Capabilities kConsumerCapabilities{
-    .memory_info = true,
-    .ipc = true,
-    .thread_safe = true,
+inline constexpr emm::PluginDeclaration kConsumerDeclaration{
+    .name = "install-consumer",
+    .capabilities = {.memory_info = true, .ipc = true, .thread_safe = true},
     .defer_cleanup_behaviour = "the reference manager's: frees are queued and flushed in batches"};
 
 }  // namespace consumer

@@ -3,5 +3,4 @@
 // NotImplementedError).
 #include "baseline_pool.hpp"
 
-EMM_EXPORT_MEMORY_MANAGER(emm::zoo::BaselineNoOptional, "known-bad zoo baseline (no optional)",
-                          emm::zoo::no_optional_capabilities())
+EMM_EXPORT_MEMORY_MANAGER(emm::zoo::BaselineNoOptional, emm::zoo::no_optional_declaration("known-bad zoo baseline (no optional)"))

@@ -2,5 +2,4 @@
 // known-bad plugin fails because of its one defect.
 #include "baseline_pool.hpp"
 
-EMM_EXPORT_MEMORY_MANAGER(emm::zoo::BaselinePool, "known-bad zoo baseline",
-                          emm::zoo::baseline_capabilities())
+EMM_EXPORT_MEMORY_MANAGER(emm::zoo::BaselinePool, emm::zoo::baseline_declaration("known-bad zoo baseline"))

@@ -21,7 +21,7 @@
 //     using BaselinePool::BaselinePool;
 //     int interface_version() const override { return 2; }   // REG-1
 //   };
-//   EMM_EXPORT_MEMORY_MANAGER(Plugin, "known-bad REG-1", emm::zoo::baseline_capabilities())
+//   EMM_EXPORT_MEMORY_MANAGER(Plugin, emm::zoo::baseline_declaration("known-bad REG-1"))
 //
 // Defects that live inside the pool pass their SlabPool subclass to the constructor.
 // Thread-safety: every member is safe to call concurrently (the pool and HostOnly lock).
@@ -68,22 +68,24 @@ class BaselineNoOptional : public BaselinePool {
 };
 
 // What BaselinePool declares; a zoo plugin changes one field at most (DEFER-6, INFO-2, IPC-7).
-constexpr Capabilities baseline_capabilities() {
-  return Capabilities{.memory_info = true,
-                      .ipc = true,
-                      .thread_safe = true,
-                      .runs_on_fake_driver = true,
-                      .pooling = true,
-                      .defer_cleanup_behaviour =
-                          "holds the host queue and keeps emptied slabs allocated until the "
-                          "outermost guard ends, then frees them"};
+constexpr PluginDeclaration baseline_declaration(const char* name) {
+  return PluginDeclaration{
+      .name = name,
+      .capabilities = {.memory_info = true,
+                       .ipc = true,
+                       .thread_safe = true,
+                       .runs_on_fake_driver = true,
+                       .pooling = true},
+      .defer_cleanup_behaviour = "holds the host queue and keeps emptied slabs allocated until "
+                                 "the outermost guard ends, then frees them"};
 }
 
-constexpr Capabilities no_optional_capabilities() {
-  Capabilities capabilities = baseline_capabilities();
-  capabilities.memory_info = false;
-  capabilities.ipc = false;
-  return capabilities;
+// The baseline declaring neither memory info nor IPC (BaselineNoOptional).
+constexpr PluginDeclaration no_optional_declaration(const char* name) {
+  PluginDeclaration declaration = baseline_declaration(name);
+  declaration.capabilities.memory_info = false;
+  declaration.capabilities.ipc = false;
+  return declaration;
 }
 
 }  // namespace emm::zoo

@@ -28,5 +28,4 @@ class Plugin : public emm::zoo::BaselinePool {
 
 }  // namespace
 
-EMM_EXPORT_MEMORY_MANAGER(Plugin, "known-bad ALLOC-1 8-byte aligned pointers",
-                          emm::zoo::baseline_capabilities())
+EMM_EXPORT_MEMORY_MANAGER(Plugin, emm::zoo::baseline_declaration("known-bad ALLOC-1 8-byte aligned pointers"))

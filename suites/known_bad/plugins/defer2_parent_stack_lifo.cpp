@@ -41,5 +41,4 @@ class Plugin : public emm::zoo::BaselinePool {
 
 }  // namespace
 
-EMM_EXPORT_MEMORY_MANAGER(Plugin, "known-bad DEFER-2 parent guards on a LIFO stack",
-                          emm::zoo::baseline_capabilities())
+EMM_EXPORT_MEMORY_MANAGER(Plugin, emm::zoo::baseline_declaration("known-bad DEFER-2 parent guards on a LIFO stack"))

@@ -17,5 +17,4 @@ class Plugin : public emm::zoo::BaselinePool {
 
 }  // namespace
 
-EMM_EXPORT_MEMORY_MANAGER(Plugin, "known-bad DEFER-3 drops the parent's guard",
-                          emm::zoo::baseline_capabilities())
+EMM_EXPORT_MEMORY_MANAGER(Plugin, emm::zoo::baseline_declaration("known-bad DEFER-3 drops the parent's guard"))

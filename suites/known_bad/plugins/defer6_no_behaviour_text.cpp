@@ -4,13 +4,13 @@
 
 namespace {
 
-constexpr emm::Capabilities capabilities() {
-  emm::Capabilities declared = emm::zoo::baseline_capabilities();
+constexpr emm::PluginDeclaration declaration() {
+  emm::PluginDeclaration declared =
+      emm::zoo::baseline_declaration("known-bad DEFER-6 no defer_cleanup text");
   declared.defer_cleanup_behaviour = "";
   return declared;
 }
 
 }  // namespace
 
-EMM_EXPORT_MEMORY_MANAGER(emm::zoo::BaselinePool, "known-bad DEFER-6 no defer_cleanup text",
-                          capabilities())
+EMM_EXPORT_MEMORY_MANAGER(emm::zoo::BaselinePool, declaration())

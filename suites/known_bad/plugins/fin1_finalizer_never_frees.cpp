@@ -16,5 +16,4 @@ class Plugin : public emm::zoo::BaselinePool {
 
 }  // namespace
 
-EMM_EXPORT_MEMORY_MANAGER(Plugin, "known-bad FIN-1 finalizer never frees",
-                          emm::zoo::baseline_capabilities())
+EMM_EXPORT_MEMORY_MANAGER(Plugin, emm::zoo::baseline_declaration("known-bad FIN-1 finalizer never frees"))

@@ -12,5 +12,4 @@ class Plugin : public emm::zoo::BaselineNoOptional {
 
 }  // namespace
 
-EMM_EXPORT_MEMORY_MANAGER(Plugin, "known-bad INFO-2 returns zeros",
-                          emm::zoo::no_optional_capabilities())
+EMM_EXPORT_MEMORY_MANAGER(Plugin, emm::zoo::no_optional_declaration("known-bad INFO-2 returns zeros"))

@@ -14,5 +14,4 @@ class Plugin : public emm::zoo::BaselineNoOptional {
 
 }  // namespace
 
-EMM_EXPORT_MEMORY_MANAGER(Plugin, "known-bad IPC-7 returns a handle undeclared",
-                          emm::zoo::no_optional_capabilities())
+EMM_EXPORT_MEMORY_MANAGER(Plugin, emm::zoo::no_optional_declaration("known-bad IPC-7 returns a handle undeclared"))

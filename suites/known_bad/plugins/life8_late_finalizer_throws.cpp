@@ -22,5 +22,4 @@ class Plugin : public emm::zoo::BaselinePool {
 
 }  // namespace
 
-EMM_EXPORT_MEMORY_MANAGER(Plugin, "known-bad LIFE-8 late finalizer throws",
-                          emm::zoo::baseline_capabilities())
+EMM_EXPORT_MEMORY_MANAGER(Plugin, emm::zoo::baseline_declaration("known-bad LIFE-8 late finalizer throws"))

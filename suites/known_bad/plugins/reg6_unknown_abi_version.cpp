@@ -8,18 +8,12 @@ emm::BaseCUDAMemoryManager* create(emm::Context* context) {
   return new emm::zoo::BaselinePool(context);
 }
 
-void destroy(emm::BaseCUDAMemoryManager* manager) noexcept { delete manager; }
-
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) const emm::PluginDescriptor*
 emm_memory_manager_plugin() {
-  static const emm::PluginDescriptor descriptor{emm::kPluginAbiVersion + 1,
-                                                sizeof(emm::PluginDescriptor),
-                                                emm::kKitVersion,
-                                                "known-bad REG-6 unknown ABI version",
-                                                emm::zoo::baseline_capabilities(),
-                                                &create,
-                                                &destroy};
+  static const emm::PluginDescriptor descriptor{
+      emm::kPluginAbiVersion + 1, sizeof(emm::PluginDescriptor), emm::kKitVersion,
+      emm::zoo::baseline_declaration("known-bad REG-6 unknown ABI version"), &create};
   return &descriptor;
 }

@@ -8,18 +8,13 @@ namespace {
 emm::BaseCUDAMemoryManager* create(emm::Context* context) {
   return new emm::NumbaCUDAMemoryManager(context);
 }
-void destroy(emm::BaseCUDAMemoryManager* manager) noexcept { delete manager; }
 
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) const emm::PluginDescriptor*
 emm_memory_manager_plugin() {
-  static const emm::PluginDescriptor descriptor{99,
-                                                sizeof(emm::PluginDescriptor),
-                                                emm::kKitVersion,
-                                                "bad-abi-test-plugin",
-                                                emm::Capabilities{},
-                                                &create,
-                                                &destroy};
+  static const emm::PluginDescriptor descriptor{
+      99, sizeof(emm::PluginDescriptor), emm::kKitVersion,
+      emm::PluginDeclaration{.name = "bad-abi-test-plugin"}, &create};
   return &descriptor;
 }

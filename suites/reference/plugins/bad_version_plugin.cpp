@@ -12,5 +12,5 @@ class VersionTwoTestPlugin : public emm::NumbaCUDAMemoryManager {
 
 }  // namespace emm_test_plugins
 
-EMM_EXPORT_MEMORY_MANAGER(emm_test_plugins::VersionTwoTestPlugin, "version-two-test-plugin",
-                          emm::Capabilities{})
+EMM_EXPORT_MEMORY_MANAGER(emm_test_plugins::VersionTwoTestPlugin,
+                          emm::PluginDeclaration{.name = "version-two-test-plugin"})

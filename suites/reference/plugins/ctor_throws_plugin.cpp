@@ -14,5 +14,5 @@ class ThrowingTestPlugin : public emm::NumbaCUDAMemoryManager {
 
 }  // namespace emm_test_plugins
 
-EMM_EXPORT_MEMORY_MANAGER(emm_test_plugins::ThrowingTestPlugin, "ctor-throws-test-plugin",
-                          emm::Capabilities{})
+EMM_EXPORT_MEMORY_MANAGER(emm_test_plugins::ThrowingTestPlugin,
+                          emm::PluginDeclaration{.name = "ctor-throws-test-plugin"})

@@ -1,34 +1,84 @@
-// emm/conformance/backend.hpp — where a clause runs: the fake driver or a real GPU.
+// emm/conformance/backend.hpp — where a clause runs, and everything a check observes there.
 //
-// fake: a fresh emm::FakeDriver per clause run (deterministic, no GPU needed).
-// gpu:  the process's emm::CudaDriver, loaded at run time; absent on machines without a GPU,
-//       in which case every gpu run is reported as not run with gpu_unavailable_reason().
+// A Backend owns the driver one clause run uses and answers the questions checks ask about
+// the machine rather than the plugin: how much device memory is in use, which driver block
+// holds a pointer, what a host allocation was made with, whether the driver saw an invalid
+// free, what another process reads through an IPC handle. Checks ask the backend; they never
+// downcast to the fake. Where a backend cannot observe something, it answers std::nullopt and
+// the check records a named note (ClauseRun::unobservable), which appears on the certificate.
 //
-// gpu_driver() loads the real driver once per process and keeps it (CUDA's own state is
-// per-process too). emm-certify never calls it in its parent process: it probes and runs the
-// GPU only in child processes (CUDA must not be initialised before fork()).
+//   std::unique_ptr<Backend> backend = make_backend(BackendKind::fake);
+//   std::size_t before = backend->device_bytes_in_use();
+//   if (auto frees = backend->invalid_frees()) { ... } else run.unobservable("double frees");
 //
-// Thread-safety: both functions are safe to call concurrently.
+// Two implementations: FakeBackend (fake_backend.hpp, a fresh simulated machine per run) and
+// GpuBackend (gpu_backend.hpp, the process's real driver).
+//
+// Thread-safety: the queries are safe to call from the threads a check starts; one Backend
+// serves one clause run.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
-#include <string_view>
+#include <vector>
 
+#include "emm/conformance/backend_kind.hpp"
+#include "emm/conformance/ipc_importer.hpp"
 #include "emm/driver.hpp"
+#include "emm/plugin_declaration.hpp"
 
 namespace emm::conformance {
 
-enum class Backend { fake, gpu };
+class Backend {
+ public:
+  virtual ~Backend() = default;
 
-// "fake", "gpu".
-std::string_view to_string(Backend backend) noexcept;
-std::optional<Backend> parse_backend(std::string_view text) noexcept;
+  virtual BackendKind kind() const noexcept = 0;
+  std::string_view name() const noexcept { return to_string(kind()); }
+  // The driver the run's runtime, plugin and checks use.
+  virtual const std::shared_ptr<Driver>& driver() const noexcept = 0;
+  // "emmkit fake device" / the GPU's name, for the certificate.
+  virtual std::string device_name(int device) = 0;
 
-// Why the GPU backend cannot run here ("" when it can). Loads the driver on first call.
-const std::string& gpu_unavailable_reason();
-// The process's real driver; throws emm::DriverUnavailableError when there is none.
-std::shared_ptr<Driver> gpu_driver();
+  // --- device memory ---------------------------------------------------------------------------
+  // Device memory in use now: this process's allocations on the fake (unrounded), total - free
+  // from cuMemGetInfo on the gpu (device-wide: other processes count too).
+  virtual std::size_t device_bytes_in_use() = 0;
+  // What device_bytes_in_use() may drift by without a leak: 0 on the fake; on the gpu, other
+  // processes and the driver's page granularity.
+  virtual std::size_t memory_slack() const noexcept = 0;
+  // The driver allocation [base, base + size) that `pointer` lies in, if the driver knows one
+  // (fake: live cuMemAlloc/managed/pool blocks; gpu: cuMemGetAddressRange).
+  virtual std::optional<AddressRange> driver_block(CUdeviceptr pointer) = 0;
+
+  // --- host memory -------------------------------------------------------------------------------
+  // Live cuMemHostAlloc blocks / cuMemHostRegister ranges of this process.
+  virtual std::optional<std::size_t> host_allocation_count() = 0;
+  virtual std::optional<std::size_t> host_registration_count() = 0;
+
+  // --- what the driver saw go wrong ----------------------------------------------------------------
+  // Frees, unregisters and closes of something not live (double frees), so far.
+  virtual std::optional<std::size_t> invalid_frees() = 0;
+  // Copies and memsets that touched bytes outside any live allocation, so far.
+  virtual std::optional<std::size_t> invalid_accesses() = 0;
+
+  // --- IPC ---------------------------------------------------------------------------------------
+  // Opens every serialized handle in another process (fake: a second simulated process with
+  // its own Runtime; gpu: the emm-ipc-importer program) and returns what it read, one entry
+  // per handle, in order. Throws emm::Error when the other process cannot run at all.
+  virtual std::vector<ImportResult> import_elsewhere(
+      const std::vector<std::vector<std::byte>>& handles) = 0;
+};
+
+// Why `kind` cannot certify a plugin declaring `capabilities` here; "" when it can. The GPU
+// is probed once per process (loading the driver); the fake cannot run a plugin that declares
+// runs_on_fake_driver=false.
+std::string backend_unavailable_reason(BackendKind kind, const Capabilities& capabilities);
+
+// A backend of `kind` for one clause run. Throws emm::DriverUnavailableError when it cannot
+// run here (no GPU).
+std::unique_ptr<Backend> make_backend(BackendKind kind);
 
 }  // namespace emm::conformance

@@ -16,10 +16,10 @@
 // unless the test file defines its own (BOOST_TEST_MODULE in one file of the test).
 #pragma once
 
-#include "emm/conformance/backend.hpp"
+#include "emm/conformance/backend_kind.hpp"
 #include "emm/conformance/catalogue.hpp"
+#include "emm/conformance/evaluate.hpp"
 #include "emm/conformance/plugin_subject.hpp"
-#include "emm/conformance/run_clause.hpp"
 
 #ifndef BOOST_TEST_DYN_LINK
 #define BOOST_TEST_DYN_LINK
@@ -46,19 +46,20 @@ inline std::string unit_name(std::string_view text) {
 struct Slot {
   PluginSubject subject;
   const Clause* clause;
-  Backend backend;
+  BackendKind backend;
   std::optional<ClauseResult> result;
 
   const ClauseResult& get() {
-    if (!result) result = run_clause(subject, *clause, backend);
+    if (!result) result = evaluate_on(subject, *clause, backend);
     return *result;
   }
 };
 
 inline bool register_suite(const PluginSubject& subject) {
   namespace utf = boost::unit_test;
-  utf::test_suite* plugin_suite = BOOST_TEST_SUITE(unit_name("emm_conformance_" + subject.name));
-  for (const Backend backend : {Backend::fake, Backend::gpu}) {
+  utf::test_suite* plugin_suite =
+      BOOST_TEST_SUITE(unit_name("emm_conformance_" + subject.description.name));
+  for (const BackendKind backend : kBackendKinds) {
     utf::test_suite* backend_suite = BOOST_TEST_SUITE(std::string(to_string(backend)));
     for (const Clause* clause : catalogue().plugin_clauses()) {
       auto slot = std::make_shared<Slot>(Slot{subject, clause, backend, std::nullopt});
@@ -69,8 +70,10 @@ inline bool register_suite(const PluginSubject& subject) {
             if (!passed && r.level != Level::must) {
               // SHOULD clauses warn and INFO clauses measure (spec §3).
               BOOST_TEST_MESSAGE("warning (" << to_string(r.level) << "): " << r.message);
-            } else if (passed && !r.message.empty()) {
-              BOOST_TEST_MESSAGE(r.message);
+            }
+            for (const std::string& note : r.notes) BOOST_TEST_MESSAGE(note);
+            for (const std::string& what : r.unobserved) {
+              BOOST_TEST_MESSAGE(unobserved_note(r, what));
             }
             for (const auto& [key, value] : r.properties) BOOST_TEST_MESSAGE(key << " = " << value);
             BOOST_CHECK_MESSAGE(passed || r.level != Level::must, r.message);

@@ -1,8 +1,11 @@
 // emm/conformance/catalogue.hpp — the clause catalogue (spec §4) as data.
 //
-// conformance/catalogue.tsv is the single source: it is embedded into the library at build time
-// and parsed once. Each Clause says what is checked (id, title), how much it matters (level),
-// who is checked (target: the host's own suites or any plugin) and, for optional clauses, the
+// conformance/catalogue.tsv is the single source of every clause. The build parses it with
+// Catalogue::parse twice: once to generate the clause skeleton (the PluginClause enumeration,
+// the typed-test list, the check registry's declarations: plugin_clauses.hpp, written by
+// emm_generate_clause_skeleton), and once embedded in the library, parsed on first use of
+// catalogue(). Each Clause says what is checked (id, title), how much it matters (level), who
+// is checked (target: the host's own suites or any plugin) and, for optional clauses, the
 // declared capability whose absence allows not_supported.
 //
 //   for (const emm::conformance::Clause& c : emm::conformance::catalogue().clauses())
@@ -17,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "emm/plugin_abi.hpp"
+#include "emm/plugin_declaration.hpp"
 
 namespace emm::conformance {
 
@@ -26,32 +29,30 @@ enum class Level { must, should, info };
 std::string_view to_string(Level level) noexcept;
 std::optional<Level> parse_level(std::string_view text) noexcept;
 
-// A declared capability (plugin_abi.hpp) that makes a clause optional.
-enum class Capability { memory_info, ipc, thread_safe, host_only_derived };
-// "memory_info", "ipc", "thread_safe", "host_only_derived".
-std::string_view to_string(Capability capability) noexcept;
-std::optional<Capability> parse_capability(std::string_view text) noexcept;
-bool declared(const Capabilities& capabilities, Capability capability) noexcept;
-
 struct Clause {
   std::string id;  // "LIFE-2"
   Level level = Level::must;
-  bool host = false;                    // checked by the kit's own suites on the reference system
-  bool plugin = false;                  // certified on any plugin (emm-certify, the typed suite)
-  std::optional<Capability> optional;   // declared absence allows not_supported
+  bool host = false;    // checked by the kit's own suites on the reference system
+  bool plugin = false;  // certified on any plugin (emm-certify, the typed suites)
+  // The declared capability (kCapabilityFields) whose absence allows not_supported.
+  const CapabilityField* optional = nullptr;
   std::optional<Level> declared_level;  // level when `optional` is declared (ALLOC-10: MUST)
   std::string test_name;                // "InitializeIdempotence"
   std::string title;
   std::string source;  // NBEP 7 / Numba EMM docs section
 
   // "host", "plugin" or "host+plugin".
-  std::string target() const;
+  std::string_view target() const noexcept;
   // "LIFE" for "LIFE-2" (JUnit classname).
-  std::string group() const;
+  std::string_view group() const noexcept;
+  // "LIFE_2": the id as a C++ identifier (the PluginClause enumerator).
+  std::string key() const;
   // "LIFE_2_InitializeIdempotence": the test name every flavour uses.
   std::string full_test_name() const;
   // The level this clause has for a plugin with these capabilities.
   Level effective_level(const Capabilities& capabilities) const noexcept;
+  // True unless the clause is optional and its capability is declared absent.
+  bool applies_to(const Capabilities& capabilities) const noexcept;
 };
 
 class Catalogue {
@@ -71,7 +72,7 @@ class Catalogue {
   std::string version_;
 };
 
-// The embedded catalogue.
+// The catalogue embedded at build time.
 const Catalogue& catalogue();
 // The embedded TSV text, as committed.
 std::string_view catalogue_text() noexcept;

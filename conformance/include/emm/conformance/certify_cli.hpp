@@ -19,7 +19,8 @@
 #include <string_view>
 #include <vector>
 
-#include "emm/conformance/backend.hpp"
+#include "emm/conformance/backend_kind.hpp"
+#include "emm/conformance/catalogue.hpp"
 
 namespace emm::conformance {
 
@@ -31,8 +32,8 @@ class UsageError : public std::runtime_error {
 
 struct CertifyOptions {
   std::string plugin_path;
-  std::vector<Backend> backends{Backend::fake, Backend::gpu};  // --backend all
-  std::vector<std::string> only;                               // empty: every plugin clause
+  std::vector<BackendKind> backends{kBackendKinds.begin(), kBackendKinds.end()};  // all
+  std::vector<const Clause*> only;  // empty: every plugin clause
   std::string json_path;
   std::string junit_path;
   std::string markdown_path;

@@ -5,10 +5,10 @@
 //   #include <emm/conformance/gtest.hpp>
 //   struct MyTraits {
 //     using Plugin = MyPlugin;                 // derives from emm::BaseCUDAMemoryManager
-//     static constexpr const char* name = "my-plugin";
-//     static constexpr emm::Capabilities capabilities{.memory_info = true, .ipc = true,
-//                                                     .thread_safe = true,
-//                                                     .defer_cleanup_behaviour = "..."};
+//     // The plugin's declaration: the same constant its EMM_EXPORT_MEMORY_MANAGER uses.
+//     static constexpr emm::PluginDeclaration declaration = kMyDeclaration;
+//     // Optional: how to build an instance (default: std::make_unique<Plugin>(context)).
+//     static std::unique_ptr<emm::BaseCUDAMemoryManager> make(emm::Context* context);
 //   };
 //   EMM_INSTANTIATE_CONFORMANCE_SUITE(MyPlugin, MyTraits);
 //
@@ -32,8 +32,9 @@
 
 #include <string>
 
-#include "emm/conformance/backend.hpp"
+#include "emm/conformance/backend_kind.hpp"
 #include "emm/conformance/clause_run.hpp"
+#include "emm/conformance/plugin_clauses.hpp"
 #include "emm/conformance/plugin_subject.hpp"
 #include "emm/plugin_abi.hpp"
 
@@ -43,7 +44,7 @@ namespace gtest_detail {
 
 // Runs `clause_id` on `backend` inside the current GoogleTest test: properties, then pass,
 // failure or skip (emm_conformance_gtest).
-void run_clause_test(const PluginSubject& subject, const char* clause_id, Backend backend);
+void run_clause_test(const PluginSubject& subject, const char* clause_id, BackendKind backend);
 
 // The options the GoogleTest flavour runs with (REG-2 over a StrictMock<MockDriver>).
 RunOptions run_options();
@@ -61,12 +62,12 @@ void run(const char* clause_id) {
 template <class Traits>
 struct on_fake {
   using traits = Traits;
-  static constexpr Backend backend = Backend::fake;
+  static constexpr BackendKind backend = BackendKind::fake;
 };
 template <class Traits>
 struct on_gpu {
   using traits = Traits;
-  static constexpr Backend backend = Backend::gpu;
+  static constexpr BackendKind backend = BackendKind::gpu;
 };
 
 namespace gtest_detail {
@@ -82,57 +83,19 @@ class EmmConformance : public ::testing::Test {};
 
 TYPED_TEST_SUITE_P(EmmConformance);
 
-// One test per plugin clause of the catalogue; the golden-list test checks this list against
-// conformance/catalogue.tsv and the check registry.
-#define EMM_CONFORMANCE_CLAUSE_TEST_(TestName, ClauseId)        \
+// One test per plugin clause of the catalogue (EMM_PLUGIN_CLAUSES is generated from
+// conformance/catalogue.tsv); the golden-list test checks the compiled list against it.
+#define EMM_CONFORMANCE_CLAUSE_TEST_(Key, ClauseId, TestName)  \
   TYPED_TEST_P(EmmConformance, TestName) {                      \
     ::emm::conformance::gtest_detail::run<TypeParam>(ClauseId); \
   }
+EMM_PLUGIN_CLAUSES(EMM_CONFORMANCE_CLAUSE_TEST_)
+#undef EMM_CONFORMANCE_CLAUSE_TEST_
 
-EMM_CONFORMANCE_CLAUSE_TEST_(REG_1_InterfaceVersion, "REG-1")
-EMM_CONFORMANCE_CLAUSE_TEST_(REG_2_NullContextConstruction, "REG-2")
-EMM_CONFORMANCE_CLAUSE_TEST_(LIFE_2_InitializeIdempotence, "LIFE-2")
-EMM_CONFORMANCE_CLAUSE_TEST_(LIFE_4_ConstructWithoutCurrentContext, "LIFE-4")
-EMM_CONFORMANCE_CLAUSE_TEST_(LIFE_5_ResetBeforeInitialize, "LIFE-5")
-EMM_CONFORMANCE_CLAUSE_TEST_(LIFE_6_UsableAfterReset, "LIFE-6")
-EMM_CONFORMANCE_CLAUSE_TEST_(LIFE_7_ResetReleasesEverything, "LIFE-7")
-EMM_CONFORMANCE_CLAUSE_TEST_(LIFE_8_LateFinalizers, "LIFE-8")
-EMM_CONFORMANCE_CLAUSE_TEST_(ALLOC_1_MemallocBasics, "ALLOC-1")
-EMM_CONFORMANCE_CLAUSE_TEST_(ALLOC_2_NoOverlap, "ALLOC-2")
-EMM_CONFORMANCE_CLAUSE_TEST_(ALLOC_3_OutOfMemory, "ALLOC-3")
-EMM_CONFORMANCE_CLAUSE_TEST_(ALLOC_5_RefcountAtRest, "ALLOC-5")
-EMM_CONFORMANCE_CLAUSE_TEST_(ALLOC_6_MemhostallocKinds, "ALLOC-6")
-EMM_CONFORMANCE_CLAUSE_TEST_(ALLOC_7_MempinOwnershipAndUnpin, "ALLOC-7")
-EMM_CONFORMANCE_CLAUSE_TEST_(ALLOC_10_ConcurrentAllocation, "ALLOC-10")
-EMM_CONFORMANCE_CLAUSE_TEST_(ALLOC_11_Alignment256, "ALLOC-11")
-EMM_CONFORMANCE_CLAUSE_TEST_(FIN_1_FinalizerExactlyOnce, "FIN-1")
-EMM_CONFORMANCE_CLAUSE_TEST_(FIN_5_FreesOnlyItsAllocation, "FIN-5")
-EMM_CONFORMANCE_CLAUSE_TEST_(DEFER_2_GuardScopesAndNesting, "DEFER-2")
-EMM_CONFORMANCE_CLAUSE_TEST_(DEFER_3_HoldsParentGuard, "DEFER-3")
-EMM_CONFORMANCE_CLAUSE_TEST_(DEFER_4_DeferredFreesExecuted, "DEFER-4")
-EMM_CONFORMANCE_CLAUSE_TEST_(DEFER_6_DocumentedBehaviour, "DEFER-6")
-EMM_CONFORMANCE_CLAUSE_TEST_(INFO_1_MemoryInfoShape, "INFO-1")
-EMM_CONFORMANCE_CLAUSE_TEST_(INFO_2_NotProvidedThrowsNotImplemented, "INFO-2")
-EMM_CONFORMANCE_CLAUSE_TEST_(INFO_3_MemoryInfoProvided, "INFO-3")
-EMM_CONFORMANCE_CLAUSE_TEST_(IPC_1_OffsetsEndToEnd, "IPC-1")
-EMM_CONFORMANCE_CLAUSE_TEST_(IPC_2_PoolSubAllocations, "IPC-2")
-EMM_CONFORMANCE_CLAUSE_TEST_(IPC_7_UndeclaredIpcThrowsNotImplemented, "IPC-7")
-EMM_CONFORMANCE_CLAUSE_TEST_(PERF_1_AllocFreeLatency, "PERF-1")
-EMM_CONFORMANCE_CLAUSE_TEST_(PERF_2_InitializeCost, "PERF-2")
-EMM_CONFORMANCE_CLAUSE_TEST_(PERF_3_ThroughputVsDriver, "PERF-3")
-
-REGISTER_TYPED_TEST_SUITE_P(
-    EmmConformance, REG_1_InterfaceVersion, REG_2_NullContextConstruction,
-    LIFE_2_InitializeIdempotence, LIFE_4_ConstructWithoutCurrentContext,
-    LIFE_5_ResetBeforeInitialize, LIFE_6_UsableAfterReset, LIFE_7_ResetReleasesEverything,
-    LIFE_8_LateFinalizers, ALLOC_1_MemallocBasics, ALLOC_2_NoOverlap, ALLOC_3_OutOfMemory,
-    ALLOC_5_RefcountAtRest, ALLOC_6_MemhostallocKinds, ALLOC_7_MempinOwnershipAndUnpin,
-    ALLOC_10_ConcurrentAllocation, ALLOC_11_Alignment256, FIN_1_FinalizerExactlyOnce,
-    FIN_5_FreesOnlyItsAllocation, DEFER_2_GuardScopesAndNesting, DEFER_3_HoldsParentGuard,
-    DEFER_4_DeferredFreesExecuted, DEFER_6_DocumentedBehaviour, INFO_1_MemoryInfoShape,
-    INFO_2_NotProvidedThrowsNotImplemented, INFO_3_MemoryInfoProvided, IPC_1_OffsetsEndToEnd,
-    IPC_2_PoolSubAllocations, IPC_7_UndeclaredIpcThrowsNotImplemented, PERF_1_AllocFreeLatency,
-    PERF_2_InitializeCost, PERF_3_ThroughputVsDriver);
+// REGISTER_TYPED_TEST_SUITE_P stringifies its arguments unexpanded: expand the list first.
+#define EMM_CONFORMANCE_REGISTER_(Suite, ...) REGISTER_TYPED_TEST_SUITE_P(Suite, __VA_ARGS__)
+EMM_CONFORMANCE_REGISTER_(EmmConformance, EMM_PLUGIN_CLAUSE_TEST_NAMES);
+#undef EMM_CONFORMANCE_REGISTER_
 
 // Instantiates the suite for `Traits` on the fake and the gpu backend, under `Prefix`.
 #define EMM_INSTANTIATE_CONFORMANCE_SUITE(Prefix, Traits) \

@@ -13,15 +13,22 @@
 // Thread-safety: the functions are re-entrant.
 #pragma once
 
+#include <cstddef>
 #include <istream>
 #include <ostream>
 #include <string>
 #include <vector>
 
-#include "emm/conformance/clause_run.hpp"
 #include "emm/runtime.hpp"
 
 namespace emm::conformance {
+
+// What the importing process read for one serialized handle (IPC-1/2 end to end).
+struct ImportResult {
+  bool ok = false;
+  std::vector<std::byte> bytes;  // the view's bytes, as the importer read them
+  std::string error;             // why the import failed (when !ok)
+};
 
 // Opens, reads and closes each serialized handle in `runtime`'s device-0 context.
 std::vector<ImportResult> import_handles(Runtime& runtime,

@@ -23,7 +23,7 @@
 #include <string_view>
 #include <vector>
 
-#include "emm/conformance/outcome.hpp"
+#include "emm/conformance/clause_result.hpp"
 
 namespace emm::conformance {
 
@@ -45,13 +45,10 @@ std::vector<ChildReport> run_in_children(
 // "SIGSEGV (Segmentation fault)".
 std::string describe_signal(int signal);
 
-// The ClauseResult a child report stands for: the decoded payload when it finished, else a
-// crash/timeout result for `clause` on `backend` whose message starts "[<clause>] ".
-ClauseResult result_from_child(const ChildReport& report, const std::string& clause,
-                               const std::string& backend, Level level, int timeout_s);
-
-// The pipe format between a child and the parent (length-prefixed fields).
-std::string encode_result(const ClauseResult& result);
-std::optional<ClauseResult> decode_result(std::string_view payload);
+// The ClauseResult a child report stands for: the decoded payload when it finished with a result
+// for exactly `clause` on `backend`, else a crash/timeout result for them whose message starts
+// "[<clause>] " and says what was seen.
+ClauseResult result_from_child(const ChildReport& report, const Clause& clause,
+                               BackendKind backend, Level level, int timeout_s);
 
 }  // namespace emm::conformance

@@ -1,18 +1,20 @@
 // emm/conformance/plugin_subject.hpp — the plugin under test, however it was obtained.
 //
-// A PluginSubject is what every check sees: a display name, a factory building one instance
-// per context (null context for the version probe) and the declared capabilities, with
-// host_only_derived computed from the type. Made from a traits type (the typed suites) or from
-// a loaded shared library (emm-certify):
+// A PluginSubject is what every check sees: the plugin's description (name, capabilities,
+// defer_cleanup text — owned strings, so it outlives the library's memory) and a factory that
+// builds one instance per context (null context for the version probe). Made from a traits
+// type (the typed suites) or from a loaded shared library (emm-certify):
 //
 //   struct MyTraits {
 //     using Plugin = MyPlugin;
-//     static constexpr const char* name = "my-plugin";
-//     static constexpr emm::Capabilities capabilities{.memory_info = true};
+//     static constexpr emm::PluginDeclaration declaration = kMyDeclaration;
+//     // Optional: how to build an instance (default: std::make_unique<Plugin>(context)).
+//     static std::unique_ptr<emm::BaseCUDAMemoryManager> make(emm::Context* context);
 //   };
 //   PluginSubject s = subject_from_traits<MyTraits>();
 //   PluginSubject t = subject_from_library(emm::load_plugin("libmy_plugin.so"));
 //
+// host_only_derived is always computed from the type, never taken from what was declared.
 // A value type; copies share the factory.
 #pragma once
 
@@ -21,37 +23,70 @@
 #include <type_traits>
 
 #include "emm/context.hpp"
-#include "emm/plugin_abi.hpp"
+#include "emm/plugin_declaration.hpp"
 #include "emm/plugin_loader.hpp"
 
 namespace emm::conformance {
 
-struct PluginSubject {
+// What a plugin says about itself, with owned text.
+struct PluginDescription {
   std::string name;
-  ManagerFactory factory;
+  std::string path;  // the library for emm-certify; empty for a type in a test binary
   Capabilities capabilities;
-  // The library path for emm-certify; empty for a type instantiated in a test binary.
-  std::string path;
+  std::string defer_cleanup_behaviour;
+
+  static PluginDescription from(const PluginDeclaration& declaration, std::string path = {});
 };
+
+struct PluginSubject {
+  PluginDescription description;
+  ManagerFactory factory;
+};
+
+namespace subject_detail {
+template <class Traits, class = void>
+struct has_make : std::false_type {};
+template <class Traits>
+struct has_make<Traits, std::void_t<decltype(Traits::make(static_cast<Context*>(nullptr)))>>
+    : std::true_type {};
+}  // namespace subject_detail
 
 template <class Traits>
 PluginSubject subject_from_traits() {
   using Plugin = typename Traits::Plugin;
   static_assert(std::is_base_of_v<BaseCUDAMemoryManager, Plugin>,
                 "Traits::Plugin must derive from emm::BaseCUDAMemoryManager");
-  static_assert(std::is_constructible_v<Plugin, Context*>,
-                "Traits::Plugin must be constructible from emm::Context* (NBEP 7: one instance "
-                "per context, constructed with that context)");
-  return PluginSubject{Traits::name,
-                       [](Context* context) -> std::unique_ptr<BaseCUDAMemoryManager> {
-                         return std::make_unique<Plugin>(context);
-                       },
-                       complete_capabilities<Plugin>(Traits::capabilities),
-                       {}};
+  ManagerFactory factory;
+  if constexpr (subject_detail::has_make<Traits>::value) {
+    factory = [](Context* context) -> std::unique_ptr<BaseCUDAMemoryManager> {
+      return Traits::make(context);
+    };
+  } else {
+    static_assert(std::is_constructible_v<Plugin, Context*>,
+                  "Traits::Plugin must be constructible from emm::Context* (NBEP 7: one instance "
+                  "per context, constructed with that context), or Traits must define "
+                  "static std::unique_ptr<emm::BaseCUDAMemoryManager> make(emm::Context*)");
+    factory = [](Context* context) -> std::unique_ptr<BaseCUDAMemoryManager> {
+      return std::make_unique<Plugin>(context);
+    };
+  }
+  return PluginSubject{
+      PluginDescription::from(complete_declaration<Plugin>(Traits::declaration)),
+      std::move(factory)};
 }
 
 inline PluginSubject subject_from_library(const LoadedPlugin& plugin) {
-  return PluginSubject{plugin.name(), plugin.factory(), plugin.capabilities(), plugin.path};
+  return PluginSubject{PluginDescription::from(plugin.declaration(), plugin.path),
+                       plugin.factory()};
+}
+
+inline PluginDescription PluginDescription::from(const PluginDeclaration& declaration,
+                                                 std::string path) {
+  return PluginDescription{declaration.name != nullptr ? declaration.name : "", std::move(path),
+                           declaration.capabilities,
+                           declaration.defer_cleanup_behaviour != nullptr
+                               ? declaration.defer_cleanup_behaviour
+                               : ""};
 }
 
 }  // namespace emm::conformance

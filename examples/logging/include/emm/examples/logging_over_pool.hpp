@@ -11,11 +11,9 @@ namespace emm::examples {
 
 using LoggingOverPool = LoggingOver<PoolMemoryManager>;
 
-inline constexpr Capabilities kLoggingOverPoolCapabilities{
-    .memory_info = true,
-    .ipc = true,
-    .thread_safe = true,
-    .pooling = true,
+inline constexpr PluginDeclaration kLoggingOverPoolDeclaration{
+    .name = "logging(pool)",
+    .capabilities = {.memory_info = true, .ipc = true, .thread_safe = true, .pooling = true},
     .defer_cleanup_behaviour =
         "the pool's, logged as defer_cleanup_enter/exit: holds HostOnlyCUDAMemoryManager's guard "
         "(host frees deferred) and keeps every slab that becomes empty; when the last guard "

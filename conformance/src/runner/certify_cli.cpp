@@ -76,7 +76,7 @@ CertifyOptions parse_certify_args(std::span<const std::string_view> args) {
       once();
       const std::string backend = value();
       if (backend == "all") {
-        options.backends = {Backend::fake, Backend::gpu};
+        options.backends.assign(kBackendKinds.begin(), kBackendKinds.end());
       } else if (auto parsed = parse_backend(backend)) {
         options.backends = {*parsed};
       } else {
@@ -84,10 +84,9 @@ CertifyOptions parse_certify_args(std::span<const std::string_view> args) {
       }
     } else if (arg == "--only") {
       once();
-      const std::string list = value();
-      options.only = split_commas(list);
-      if (options.only.empty()) throw UsageError("--only needs at least one clause id");
-      for (const std::string& id : options.only) {
+      const std::vector<std::string> ids = split_commas(value());
+      if (ids.empty()) throw UsageError("--only needs at least one clause id");
+      for (const std::string& id : ids) {
         const Clause* clause = catalogue().find(id);
         if (clause == nullptr) {
           throw UsageError("--only: '" + id + "' is not a clause id (see --list)");
@@ -97,6 +96,7 @@ CertifyOptions parse_certify_args(std::span<const std::string_view> args) {
                            " is a host clause, checked by the kit's own suites; emm-certify "
                            "certifies plugin clauses");
         }
+        options.only.push_back(clause);
       }
     } else if (arg == "--json") {
       once();

@@ -7,11 +7,6 @@
 #include "emm/errors.hpp"
 
 namespace emm::conformance {
-namespace detail {
-// Generated at build time from conformance/catalogue.tsv (cmake/embed_catalogue.cmake).
-extern const unsigned char kCatalogueTsv[];
-}  // namespace detail
-
 namespace {
 
 constexpr std::size_t kColumns = 8;
@@ -39,6 +34,13 @@ std::vector<std::string_view> split_tabs(std::string_view line) {
 
 [[noreturn]] void malformed(std::size_t line_number, const std::string& why) {
   throw Error("conformance catalogue line " + std::to_string(line_number) + ": " + why);
+}
+
+bool valid_test_name(std::string_view name) {
+  if (name.empty() || name.front() < 'A' || name.front() > 'Z') return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+  });
 }
 
 bool valid_id(std::string_view id) {
@@ -74,58 +76,32 @@ std::optional<Level> parse_level(std::string_view text) noexcept {
   return std::nullopt;
 }
 
-std::string_view to_string(Capability capability) noexcept {
-  switch (capability) {
-    case Capability::memory_info:
-      return "memory_info";
-    case Capability::ipc:
-      return "ipc";
-    case Capability::thread_safe:
-      return "thread_safe";
-    case Capability::host_only_derived:
-      return "host_only_derived";
-  }
-  return "memory_info";
-}
-
-std::optional<Capability> parse_capability(std::string_view text) noexcept {
-  for (Capability c : {Capability::memory_info, Capability::ipc, Capability::thread_safe,
-                       Capability::host_only_derived}) {
-    if (text == to_string(c)) return c;
-  }
-  return std::nullopt;
-}
-
-bool declared(const Capabilities& capabilities, Capability capability) noexcept {
-  switch (capability) {
-    case Capability::memory_info:
-      return capabilities.memory_info;
-    case Capability::ipc:
-      return capabilities.ipc;
-    case Capability::thread_safe:
-      return capabilities.thread_safe;
-    case Capability::host_only_derived:
-      return capabilities.host_only_derived;
-  }
-  return false;
-}
-
-std::string Clause::target() const {
+std::string_view Clause::target() const noexcept {
   if (host && plugin) return "host+plugin";
   return host ? "host" : "plugin";
 }
 
-std::string Clause::group() const { return id.substr(0, id.find('-')); }
-
-std::string Clause::full_test_name() const {
-  std::string name = id;
-  std::replace(name.begin(), name.end(), '-', '_');
-  return name + "_" + test_name;
+std::string_view Clause::group() const noexcept {
+  return std::string_view(id).substr(0, id.find('-'));
 }
 
+std::string Clause::key() const {
+  std::string name = id;
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+}
+
+std::string Clause::full_test_name() const { return key() + "_" + test_name; }
+
 Level Clause::effective_level(const Capabilities& capabilities) const noexcept {
-  if (optional && declared_level && declared(capabilities, *optional)) return *declared_level;
+  if (optional != nullptr && declared_level && declared(capabilities, *optional)) {
+    return *declared_level;
+  }
   return level;
+}
+
+bool Clause::applies_to(const Capabilities& capabilities) const noexcept {
+  return optional == nullptr || declared(capabilities, *optional);
 }
 
 Catalogue Catalogue::parse(std::string_view tsv) {
@@ -174,13 +150,15 @@ Catalogue Catalogue::parse(std::string_view tsv) {
       malformed(line_number, "bad target '" + std::string(f[2]) + "'");
     }
     if (f[3] != "-") {
-      clause.optional = parse_capability(f[3]);
-      if (!clause.optional)
-        malformed(line_number, "bad optional capability '" + std::string(f[3]) + "'");
+      clause.optional = find_capability(f[3]);
+      if (clause.optional == nullptr) {
+        malformed(line_number, "bad optional capability '" + std::string(f[3]) +
+                                   "' (not in emm::kCapabilityFields)");
+      }
     }
     if (f[4] != "-") {
       clause.declared_level = parse_level(f[4]);
-      if (!clause.declared_level || !clause.optional) {
+      if (!clause.declared_level || clause.optional == nullptr) {
         malformed(line_number, "declared_level needs a level and an optional capability");
       }
     }
@@ -189,6 +167,11 @@ Catalogue Catalogue::parse(std::string_view tsv) {
     clause.source = std::string(f[7]);
     if (clause.test_name.empty() || clause.title.empty() || clause.source.empty()) {
       malformed(line_number, "empty test_name, title or source for " + clause.id);
+    }
+    // The test name becomes part of C++ identifiers (the typed tests, the check registry).
+    if (!valid_test_name(clause.test_name)) {
+      malformed(line_number, "test_name '" + clause.test_name + "' of " + clause.id +
+                                 " is not CamelCase letters and digits");
     }
     catalogue.clauses_.push_back(std::move(clause));
   }
@@ -211,15 +194,6 @@ std::vector<const Clause*> Catalogue::plugin_clauses() const {
     if (clause.plugin) result.push_back(&clause);
   }
   return result;
-}
-
-std::string_view catalogue_text() noexcept {
-  return reinterpret_cast<const char*>(detail::kCatalogueTsv);
-}
-
-const Catalogue& catalogue() {
-  static const Catalogue instance = Catalogue::parse(catalogue_text());
-  return instance;
 }
 
 }  // namespace emm::conformance

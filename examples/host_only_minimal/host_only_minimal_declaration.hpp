@@ -1,4 +1,4 @@
-// host_only_minimal_capabilities.hpp — what HostOnlyMinimalMemoryManager declares (spec 2.7),
+// host_only_minimal_declaration.hpp — what HostOnlyMinimalMemoryManager declares (spec 2.7),
 // shared by its plugin library and its conformance tests.
 #pragma once
 
@@ -6,10 +6,9 @@
 
 namespace emm::examples {
 
-inline constexpr Capabilities kHostOnlyMinimalCapabilities{
-    .memory_info = true,
-    .ipc = true,
-    .thread_safe = true,
+inline constexpr PluginDeclaration kHostOnlyMinimalDeclaration{
+    .name = "host_only_minimal",
+    .capabilities = {.memory_info = true, .ipc = true, .thread_safe = true},
     .defer_cleanup_behaviour =
         "HostOnlyCUDAMemoryManager's: cuMemFree and host frees wait in the pending-deallocation "
         "queue while a guard lives and run at its next flush (the next free after the scope, "

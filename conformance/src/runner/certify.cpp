@@ -5,13 +5,14 @@
 #include <optional>
 #include <thread>
 
+#include "emm/conformance/backend.hpp"
 #include "emm/conformance/catalogue.hpp"
 #include "emm/conformance/certify_cli.hpp"
+#include "emm/conformance/evaluate.hpp"
 #include "emm/conformance/isolation.hpp"
-#include "emm/conformance/report.hpp"
-#include "emm/conformance/run_clause.hpp"
+#include "emm/conformance/report_writers.hpp"
+#include "emm/conformance/result_codec.hpp"
 #include "emm/errors.hpp"
-#include "emm/fake/fake_driver.hpp"
 #include "emm/plugin_loader.hpp"
 
 namespace emm::conformance {
@@ -23,10 +24,10 @@ void print_catalogue(std::ostream& out) {
   for (const Clause& clause : catalogue().clauses()) {
     char line[96];
     const std::string optional =
-        clause.optional ? "optional:" + std::string(to_string(*clause.optional)) : "-";
+        clause.optional != nullptr ? "optional:" + std::string(clause.optional->name) : "-";
     std::snprintf(line, sizeof line, "%-10s %-7s %-12s %-28s ", clause.id.c_str(),
-                  std::string(to_string(clause.level)).c_str(), clause.target().c_str(),
-                  optional.c_str());
+                  std::string(to_string(clause.level)).c_str(),
+                  std::string(clause.target()).c_str(), optional.c_str());
     out << line << clause.title << "\n";
   }
 }
@@ -50,12 +51,13 @@ std::optional<int> probe_interface_version(const PluginSubject& subject, std::os
 }
 
 // The GPU is probed in a child so that this process never initialises CUDA.
-BackendStatus probe_gpu() {
-  BackendStatus status{"gpu", false, "", ""};
-  auto reports = run_in_children({[] {
-                                   const std::string& reason = gpu_unavailable_reason();
+BackendStatus probe_gpu(const Capabilities& capabilities) {
+  BackendStatus status{BackendKind::gpu, false, "", ""};
+  auto reports = run_in_children({[&capabilities] {
+                                   const std::string reason =
+                                       backend_unavailable_reason(BackendKind::gpu, capabilities);
                                    if (!reason.empty()) return "NO\t" + reason;
-                                   return "OK\t" + gpu_driver()->device_get_name(0);
+                                   return "OK\t" + make_backend(BackendKind::gpu)->device_name(0);
                                  }},
                                  1, kProbeTimeout);
   const ChildReport& report = reports[0];
@@ -74,19 +76,20 @@ BackendStatus probe_gpu() {
     status.ran = true;
     status.device = payload.substr(3);
   } else {
-    status.reason = "no GPU: " + (payload.size() > 3 ? payload.substr(3) : payload);
+    status.reason = payload.size() > 3 ? payload.substr(3) : payload;
   }
   return status;
 }
 
-BackendStatus probe_fake(const PluginSubject& subject) {
-  BackendStatus status{"fake", false, "", ""};
-  if (std::string why = backend_unavailable_reason(subject, Backend::fake); !why.empty()) {
+BackendStatus probe_fake(const Capabilities& capabilities) {
+  BackendStatus status{BackendKind::fake, false, "", ""};
+  if (std::string why = backend_unavailable_reason(BackendKind::fake, capabilities);
+      !why.empty()) {
     status.reason = why;
     return status;
   }
   status.ran = true;
-  status.device = FakeDriver().device_get_name(0);
+  status.device = make_backend(BackendKind::fake)->device_name(0);
   return status;
 }
 
@@ -129,83 +132,89 @@ int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
     return kExitUsage;
   }
   const PluginSubject subject = subject_from_library(plugin);
+  const Capabilities& capabilities = subject.description.capabilities;
   out << "emm-certify " << kKitVersion << " (catalogue " << catalogue().version()
-      << "): certifying '" << subject.name << "' from " << subject.path << "\n";
+      << "): certifying '" << subject.description.name << "' from " << subject.description.path
+      << "\n";
   out.flush();
 
   CertificationReport report;
   report.kit_version = kKitVersion;
   report.catalogue_version = catalogue().version();
-  report.plugin = PluginInfo::from(subject.path, subject.name, subject.capabilities);
-  report.plugin.interface_version = probe_interface_version(subject, err);
+  report.plugin = PluginInfo{subject.description, probe_interface_version(subject, err)};
 
-  std::vector<Backend> ran;
-  for (const Backend backend : options.backends) {
-    BackendStatus status = backend == Backend::fake ? probe_fake(subject) : probe_gpu();
-    out << "backend " << status.name << ": "
+  // Each backend's availability is decided once, here; children run what they are given.
+  std::vector<BackendKind> ran;
+  for (const BackendKind backend : options.backends) {
+    BackendStatus status =
+        backend == BackendKind::fake ? probe_fake(capabilities) : probe_gpu(capabilities);
+    out << "backend " << to_string(status.kind) << ": "
         << (status.ran ? "runs on " + status.device : "not run (" + status.reason + ")") << "\n";
     if (status.ran) ran.push_back(backend);
     report.backends.push_back(std::move(status));
   }
 
-  std::vector<const Clause*> clauses;
-  if (options.only.empty()) {
-    clauses = catalogue().plugin_clauses();
-  } else {
-    for (const std::string& id : options.only) clauses.push_back(catalogue().find(id));
-  }
+  const std::vector<const Clause*> clauses =
+      options.only.empty() ? catalogue().plugin_clauses() : options.only;
 
   struct Job {
     const Clause* clause;
-    Backend backend;
+    BackendKind backend;
   };
   std::vector<Job> jobs;
   for (const Clause* clause : clauses) {
-    for (const Backend backend : ran) jobs.push_back({clause, backend});
+    for (const BackendKind backend : ran) jobs.push_back({clause, backend});
   }
   std::vector<ClauseResult> results(jobs.size());
   std::size_t done = 0;
   // Fake runs are independent simulated devices: two at a time. GPU runs share one device whose
   // memory figures (cuMemGetInfo) are device-wide: one at a time, or they would see each other.
   const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
-  for (const Backend backend : ran) {
+  for (const BackendKind backend : ran) {
     std::vector<std::size_t> indices;
     std::vector<std::function<std::string()>> work;
     for (std::size_t i = 0; i < jobs.size(); ++i) {
       if (jobs[i].backend != backend) continue;
       indices.push_back(i);
       work.push_back([&subject, job = jobs[i]] {
-        return encode_result(run_clause(subject, *job.clause, job.backend));
+        return encode_result(evaluate(subject, *job.clause, *make_backend(job.backend)));
       });
     }
-    const std::size_t parallel = backend == Backend::fake ? std::min<std::size_t>(2, cores) : 1;
+    const std::size_t parallel =
+        backend == BackendKind::fake ? std::min<std::size_t>(2, cores) : 1;
     run_in_children(work, parallel, std::chrono::seconds(options.timeout_s),
                     [&](std::size_t k, const ChildReport& child) {
                       const Job& job = jobs[indices[k]];
                       ClauseResult& r = results[indices[k]];
-                      r = result_from_child(
-                          child, job.clause->id, std::string(to_string(job.backend)),
-                          job.clause->effective_level(subject.capabilities), options.timeout_s);
+                      r = result_from_child(child, *job.clause, job.backend,
+                                            job.clause->effective_level(capabilities),
+                                            options.timeout_s);
                       char line[160];
                       std::snprintf(line, sizeof line, "[%3zu/%zu] %-10s %-5s %-14s %8.0f ms",
-                                    ++done, jobs.size(), r.clause.c_str(), r.backend.c_str(),
+                                    ++done, jobs.size(), r.clause->id.c_str(),
+                                    std::string(to_string(r.backend)).c_str(),
                                     std::string(to_string(r.outcome)).c_str(), r.duration_ms);
                       out << line << "\n";
                       out.flush();
                     });
   }
   report.results = std::move(results);
+  const Certificate certificate = make_certificate(std::move(report));
 
-  out << "\n" << to_text(report);
+  out << "\n" << to_text(certificate);
   out.flush();
   bool written = true;
-  if (!options.json_path.empty()) written &= write_file(options.json_path, to_json(report), err);
-  if (!options.junit_path.empty()) written &= write_file(options.junit_path, to_junit(report), err);
+  if (!options.json_path.empty()) {
+    written &= write_file(options.json_path, to_json(certificate), err);
+  }
+  if (!options.junit_path.empty()) {
+    written &= write_file(options.junit_path, to_junit(certificate), err);
+  }
   if (!options.markdown_path.empty()) {
-    written &= write_file(options.markdown_path, to_markdown(report), err);
+    written &= write_file(options.markdown_path, to_markdown(certificate), err);
   }
   if (!written) return kExitUsage;
-  return compute_verdict(report).certified ? kExitCertified : kExitNotCertified;
+  return certificate.verdict.certified ? kExitCertified : kExitNotCertified;
 }
 
 }  // namespace emm::conformance

@@ -13,12 +13,12 @@
 #include <cstring>
 #include <deque>
 
+#include "emm/conformance/result_codec.hpp"
 #include "emm/errors.hpp"
 
 namespace emm::conformance {
 namespace {
 
-constexpr std::string_view kMagic = "EMMR1\n";
 constexpr std::size_t kTailBytes = 4096;
 
 using Clock = std::chrono::steady_clock;
@@ -129,25 +129,6 @@ ChildReport finish(Running& child, bool timed_out) {
   return report;
 }
 
-// Length-prefixed fields: "<len>:<bytes>".
-void put(std::string& out, std::string_view field) {
-  out += std::to_string(field.size());
-  out += ':';
-  out.append(field);
-}
-
-bool take(std::string_view& in, std::string& field) {
-  const std::size_t colon = in.find(':');
-  if (colon == std::string_view::npos) return false;
-  std::size_t length = 0;
-  const auto [end, error] = std::from_chars(in.data(), in.data() + colon, length);
-  if (error != std::errc() || end != in.data() + colon) return false;
-  if (in.size() - colon - 1 < length) return false;
-  field.assign(in.substr(colon + 1, length));
-  in.remove_prefix(colon + 1 + length);
-  return true;
-}
-
 }  // namespace
 
 std::string describe_signal(int signal) {
@@ -244,63 +225,10 @@ std::vector<ChildReport> run_in_children(
   return reports;
 }
 
-std::string encode_result(const ClauseResult& result) {
-  std::string out(kMagic);
-  put(out, result.clause);
-  put(out, result.backend);
-  put(out, to_string(result.level));
-  put(out, to_string(result.outcome));
-  put(out, result.message);
-  char duration[64];
-  std::snprintf(duration, sizeof duration, "%.6f", result.duration_ms);
-  put(out, duration);
-  put(out, std::to_string(result.properties.size()));
-  for (const auto& [key, value] : result.properties) {
-    put(out, key);
-    put(out, value);
-  }
-  return out;
-}
-
-std::optional<ClauseResult> decode_result(std::string_view payload) {
-  if (!payload.starts_with(kMagic)) return std::nullopt;
-  payload.remove_prefix(kMagic.size());
+ClauseResult result_from_child(const ChildReport& report, const Clause& clause,
+                               BackendKind backend, Level level, int timeout_s) {
   ClauseResult result;
-  std::string level, outcome, duration, count;
-  if (!take(payload, result.clause) || !take(payload, result.backend) || !take(payload, level) ||
-      !take(payload, outcome) || !take(payload, result.message) || !take(payload, duration) ||
-      !take(payload, count)) {
-    return std::nullopt;
-  }
-  const auto parsed_level = parse_level(level);
-  const auto parsed_outcome = parse_outcome(outcome);
-  if (!parsed_level || !parsed_outcome) return std::nullopt;
-  result.level = *parsed_level;
-  result.outcome = *parsed_outcome;
-  try {
-    result.duration_ms = std::stod(duration);
-  } catch (...) {
-    return std::nullopt;
-  }
-  std::size_t n = 0;
-  const auto [end, error] = std::from_chars(count.data(), count.data() + count.size(), n);
-  if (error != std::errc() || end != count.data() + count.size()) return std::nullopt;
-  for (std::size_t i = 0; i < n; ++i) {
-    std::string key, value;
-    if (!take(payload, key) || !take(payload, value)) return std::nullopt;
-    result.properties.emplace_back(std::move(key), std::move(value));
-  }
-  if (!payload.empty()) return std::nullopt;
-  return result;
-}
-
-ClauseResult result_from_child(const ChildReport& report, const std::string& clause,
-                               const std::string& backend, Level level, int timeout_s) {
-  if (report.kind == ChildReport::Kind::finished) {
-    if (auto decoded = decode_result(report.payload)) return *decoded;
-  }
-  ClauseResult result;
-  result.clause = clause;
+  result.clause = &clause;
   result.backend = backend;
   result.level = level;
   result.duration_ms = report.duration_ms;
@@ -308,24 +236,31 @@ ClauseResult result_from_child(const ChildReport& report, const std::string& cla
   while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r')) tail.pop_back();
   if (tail.size() > 600) tail = "..." + tail.substr(tail.size() - 600);
   const std::string output = tail.empty() ? "" : "; last output: " + tail;
+  const std::string id = "[" + clause.id + "] ";
   switch (report.kind) {
+    case ChildReport::Kind::finished: {
+      std::optional<ClauseResult> decoded = decode_result(report.payload);
+      if (decoded && decoded->clause == &clause && decoded->backend == backend) return *decoded;
+      result.outcome = Outcome::crash;
+      result.message = decoded ? id + "the run reported a result for " + decoded->clause->id +
+                                     " on " + std::string(to_string(decoded->backend)) +
+                                     ", not for this clause and backend"
+                               : id + "the run reported a result the kit cannot read";
+      break;
+    }
     case ChildReport::Kind::timed_out:
       result.outcome = Outcome::timeout;
-      result.message = "[" + clause + "] no answer within " + std::to_string(timeout_s) +
+      result.message = id + "no answer within " + std::to_string(timeout_s) +
                        " s: the plugin hangs (the run was killed)" + output;
       break;
     case ChildReport::Kind::crashed:
       result.outcome = Outcome::crash;
-      result.message =
-          report.signal != 0
-              ? "[" + clause +
-                    "] the plugin crashed the process: " + describe_signal(report.signal) + output
-              : "[" + clause + "] the process ended (exit status " +
-                    std::to_string(report.exit_status) + ") without reporting a result" + output;
-      break;
-    case ChildReport::Kind::finished:
-      result.outcome = Outcome::crash;
-      result.message = "[" + clause + "] the run reported a result the kit cannot read";
+      result.message = report.signal != 0
+                           ? id + "the plugin crashed the process: " +
+                                 describe_signal(report.signal) + output
+                           : id + "the process ended (exit status " +
+                                 std::to_string(report.exit_status) +
+                                 ") without reporting a result" + output;
       break;
   }
   return result;

@@ -4,8 +4,9 @@
 
 #include <iostream>
 
+#include "emm/conformance/evaluate.hpp"
 #include "emm/conformance/gtest.hpp"
-#include "emm/conformance/run_clause.hpp"
+#include "emm/errors.hpp"
 #include "emm/mocks/mock_driver.hpp"
 
 namespace emm::conformance::gtest_detail {
@@ -20,20 +21,26 @@ RunOptions run_options() {
   return options;
 }
 
-void run_clause_test(const PluginSubject& subject, const char* clause_id, Backend backend) {
+void run_clause_test(const PluginSubject& subject, const char* clause_id, BackendKind backend) {
   ::testing::Test::RecordProperty("clause", clause_id);
   // Failures GoogleMock reports during the run (REG-2's StrictMock) carry the clause id too.
-  SCOPED_TRACE(std::string("[") + clause_id + "] " + subject.name + " on " +
+  SCOPED_TRACE(std::string("[") + clause_id + "] " + subject.description.name + " on " +
                std::string(to_string(backend)));
-  const ClauseResult result = run_clause(subject, clause_id, backend, run_options());
+  const Clause* clause = catalogue().find(clause_id);
+  if (clause == nullptr) throw Error(std::string(clause_id) + " is not in the clause catalogue");
+  const ClauseResult result = evaluate_on(subject, *clause, backend, run_options());
   ::testing::Test::RecordProperty("outcome", std::string(to_string(result.outcome)));
   ::testing::Test::RecordProperty("level", std::string(to_string(result.level)));
   for (const auto& [key, value] : result.properties) {
     ::testing::Test::RecordProperty("emm." + key, value);
   }
+  for (const std::string& note : result.notes) std::cout << "[ NOTE     ] " << note << "\n";
+  for (const std::string& what : result.unobserved) {
+    std::cout << "[ NOTE     ] " << unobserved_note(result, what) << "\n";
+    ::testing::Test::RecordProperty("unobserved", what);
+  }
   switch (result.outcome) {
     case Outcome::pass:
-      if (!result.message.empty()) std::cout << "[ NOTE     ] " << result.message << "\n";
       return;
     case Outcome::not_supported:
       GTEST_SKIP() << result.message;

@@ -1,0 +1,49 @@
+// emm/conformance/clause_result.hpp — the result of one clause on one backend, as values.
+//
+// Made by evaluate() (evaluate.hpp) in the process that ran the check, carried across the
+// process boundary by the result codec, and read by the verdict and the report writers: the
+// clause is a pointer into catalogue(), the backend and the outcome are enumerations; text is
+// made only by the writers.
+//
+//   ClauseResult r = evaluate(subject, *catalogue().find("LIFE-2"), backend);
+//   if (r.outcome == Outcome::fail) std::cerr << r.message << '\n';   // "[LIFE-2] ..."
+//
+// A plain value type.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "emm/conformance/backend_kind.hpp"
+#include "emm/conformance/catalogue.hpp"
+#include "emm/conformance/outcome.hpp"
+
+namespace emm::conformance {
+
+// A named figure a check recorded (PERF/INFO measurements, seeds, counts), in recording order.
+using Property = std::pair<std::string, std::string>;
+
+struct ClauseResult {
+  const Clause* clause = nullptr;  // into catalogue()
+  BackendKind backend = BackendKind::fake;
+  Level level = Level::must;  // the clause's level for this plugin (ALLOC-10 may be MUST)
+  Outcome outcome = Outcome::fail;
+  // Why it did not pass ("[<ID>] ..."); empty on pass.
+  std::string message;
+  // Remarks the check left (e.g. "no block was shared: not a pool").
+  std::vector<std::string> notes;
+  // What the backend could not observe, so that part of the clause was not checked here
+  // (e.g. "host-free deferral"); the certificate shows "DEFER-3: host-free deferral not
+  // observable on gpu" (unobserved_note()).
+  std::vector<std::string> unobserved;
+  double duration_ms = 0.0;
+  std::vector<Property> properties;
+};
+
+// `result.message`, or for a result without one its notes joined with "; ".
+std::string summary(const ClauseResult& result);
+// "DEFER-3: host-free deferral not observable on gpu".
+std::string unobserved_note(const ClauseResult& result, const std::string& what);
+
+}  // namespace emm::conformance

@@ -1,0 +1,98 @@
+#include "emm/conformance/clause_run.hpp"
+
+#include <cxxabi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <typeinfo>
+
+#include "emm/errors.hpp"
+
+namespace emm::conformance {
+namespace {
+
+std::string demangle(const char* name) {
+  int status = 0;
+  char* readable = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  std::string result = (status == 0 && readable != nullptr) ? readable : name;
+  std::free(readable);
+  return result;
+}
+
+}  // namespace
+
+std::string hex(unsigned long long value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "0x%llx", value);
+  return buffer;
+}
+
+std::string describe_current_exception() {
+  try {
+    throw;
+  } catch (const std::exception& error) {
+    return demangle(typeid(error).name()) + ": " + error.what();
+  } catch (...) {
+    const std::type_info* type = abi::__cxa_current_exception_type();
+    return "an exception of type " + (type != nullptr ? demangle(type->name()) : std::string("?")) +
+           " (not derived from std::exception)";
+  }
+}
+
+ClauseRun::ClauseRun(const Clause& clause, const PluginSubject& subject, Backend& backend,
+                     RunOptions options)
+    : clause_(clause),
+      subject_(subject),
+      backend_(backend),
+      options_(std::move(options)),
+      host_(std::make_unique<PluginHost>(*this)) {}
+
+ClauseRun::~ClauseRun() = default;
+
+void ClauseRun::fail(std::string_view what) const {
+  throw ClauseFailure("[" + clause_.id + "] " + std::string(what));
+}
+
+void ClauseRun::not_supported(std::string_view reason) const {
+  if (clause_.optional != nullptr && !declared(capabilities(), *clause_.optional)) {
+    throw ClauseNotSupported("[" + clause_.id + "] " + std::string(reason));
+  }
+  if (clause_.optional != nullptr) {
+    fail(str("not supported (", reason, ") although the plugin declares ",
+             clause_.optional->name, "=true"));
+  }
+  fail(str("not supported (", reason, "), but ", clause_.id,
+           " is not optional: an undeclared NotImplementedError is a failure"));
+}
+
+void ClauseRun::require_capability() const {
+  if (!clause_.applies_to(capabilities())) {
+    not_supported(str("the plugin declares ", clause_.optional->name, "=false"));
+  }
+}
+
+void ClauseRun::record(std::string key, std::string value) {
+  properties_.emplace_back(std::move(key), std::move(value));
+}
+
+void ClauseRun::record(std::string key, double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.6g", value);
+  record(std::move(key), std::string(buffer));
+}
+
+void ClauseRun::record(std::string key, std::size_t value) {
+  record(std::move(key), std::to_string(value));
+}
+
+void ClauseRun::note(std::string_view text) { notes_.emplace_back(text); }
+
+void ClauseRun::unobservable(std::string_view what) {
+  for (const std::string& existing : unobserved_) {
+    if (existing == what) return;
+  }
+  unobserved_.emplace_back(what);
+}
+
+}  // namespace emm::conformance

@@ -1,0 +1,95 @@
+#include "emm/conformance/evaluate.hpp"
+
+#include <chrono>
+
+#include "emm/conformance/check_registry.hpp"
+#include "emm/diagnostics.hpp"
+#include "emm/errors.hpp"
+
+namespace emm::conformance {
+
+ClauseResult backend_not_available(const PluginSubject& subject, const Clause& clause,
+                                   BackendKind backend, std::string_view reason) {
+  ClauseResult result;
+  result.clause = &clause;
+  result.backend = backend;
+  result.level = clause.effective_level(subject.description.capabilities);
+  result.outcome = Outcome::not_supported;
+  result.message = "[" + clause.id + "] " + std::string(reason);
+  return result;
+}
+
+ClauseResult evaluate(const PluginSubject& subject, const Clause& clause, Backend& backend,
+                      const RunOptions& options) {
+  const Capabilities& capabilities = subject.description.capabilities;
+  ClauseResult result;
+  result.clause = &clause;
+  result.backend = backend.kind();
+  result.level = clause.effective_level(capabilities);
+  const auto started = std::chrono::steady_clock::now();
+
+  const CheckFunction body = check_for(clause);
+  if (body == nullptr) {
+    result.message = "[" + clause.id + "] is a host clause: the kit's own suites check it";
+    return result;
+  }
+  // Finalizers may report into Diagnostics; keep them off the console (checks read them).
+  Diagnostics::Capture quiet(true);
+  try {
+    ClauseRun run(clause, subject, backend, options);
+    try {
+      body(run);
+      result.outcome = Outcome::pass;
+    } catch (...) {
+      result.properties = run.properties();
+      result.notes = run.notes();
+      result.unobserved = run.unobserved();
+      throw;
+    }
+    result.properties = run.properties();
+    result.notes = run.notes();
+    result.unobserved = run.unobserved();
+  } catch (const ClauseFailure& failure) {
+    result.outcome = Outcome::fail;
+    result.message = failure.what();
+  } catch (const ClauseNotSupported& unsupported) {
+    result.outcome = Outcome::not_supported;
+    result.message = unsupported.what();
+  } catch (const NotImplementedError& error) {
+    if (!clause.applies_to(capabilities)) {
+      result.outcome = Outcome::not_supported;
+      result.message = "[" + clause.id + "] the plugin declares " +
+                       std::string(clause.optional->name) +
+                       "=false and threw NotImplementedError: " + error.what();
+    } else {
+      result.outcome = Outcome::fail;
+      result.message = "[" + clause.id + "] undeclared NotImplementedError (a failure: only a " +
+                       "capability declared absent allows it): " + error.what();
+    }
+  } catch (...) {
+    result.outcome = Outcome::fail;
+    result.message = "[" + clause.id + "] unexpected exception from the plugin or the host: " +
+                     describe_current_exception();
+  }
+  result.duration_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+          .count();
+  return result;
+}
+
+ClauseResult evaluate_on(const PluginSubject& subject, const Clause& clause, BackendKind backend,
+                         const RunOptions& options) {
+  const std::string why = backend_unavailable_reason(backend, subject.description.capabilities);
+  if (!why.empty()) return backend_not_available(subject, clause, backend, why);
+  std::unique_ptr<Backend> made;
+  try {
+    made = make_backend(backend);
+  } catch (...) {
+    return backend_not_available(subject, clause, backend,
+                                 std::string(to_string(backend)) +
+                                     " unavailable: " + describe_current_exception());
+  }
+  return evaluate(subject, clause, *made, options);
+}
+
+}  // namespace emm::conformance

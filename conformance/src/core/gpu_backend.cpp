@@ -1,0 +1,131 @@
+// The gpu backend: the process's real CUDA driver, loaded once (CUDA's state is per process).
+// Observations come from the driver itself: cuMemGetInfo for memory in use (device-wide, hence
+// a slack), cuMemGetAddressRange for blocks; what only the fake records (host allocation
+// counts, invalid frees and accesses) is not observable here. IPC goes through a real second
+// process, the emm-ipc-importer program.
+//
+// emm-certify never calls this in its parent process: the GPU is probed and used in child
+// processes only (CUDA must not be initialised before fork()).
+#include <exception>
+#include <mutex>
+
+#include "core/backend_factories.hpp"
+#include "emm/cuda_driver.hpp"
+#include "emm/errors.hpp"
+
+namespace emm::conformance {
+namespace {
+
+// Other processes and the driver's page granularity move cuMemGetInfo's figures.
+constexpr std::size_t kGpuSlack = std::size_t{8} << 20;
+constexpr int kImporterTimeoutS = 60;
+
+struct GpuState {
+  std::once_flag once;
+  std::string reason;
+  std::shared_ptr<Driver> driver;
+};
+
+// The process's real driver, loaded once.
+GpuState& gpu_state() {
+  static GpuState* state = new GpuState;  // leaked: finalizers may run at static destruction
+  std::call_once(state->once, [] {
+    try {
+      state->driver = CudaDriver::load();
+      if (state->driver->device_get_count() < 1) {
+        state->driver.reset();
+        state->reason = "the CUDA driver reports no device";
+      }
+    } catch (const std::exception& error) {
+      state->reason = error.what();
+      if (state->reason.empty()) state->reason = "the CUDA driver could not be loaded";
+    }
+  });
+  return *state;
+}
+
+class GpuBackend final : public Backend {
+ public:
+  explicit GpuBackend(std::shared_ptr<Driver> driver) : driver_(std::move(driver)) {}
+  ~GpuBackend() override {
+    if (retained_primary_ == nullptr) return;
+    try {
+      driver_->primary_ctx_release(0);
+    } catch (...) {
+      // The context outlived every use; nothing is left to report.
+    }
+  }
+  GpuBackend(const GpuBackend&) = delete;
+  GpuBackend& operator=(const GpuBackend&) = delete;
+
+  BackendKind kind() const noexcept override { return BackendKind::gpu; }
+  const std::shared_ptr<Driver>& driver() const noexcept override { return driver_; }
+  std::string device_name(int device) override { return driver_->device_get_name(device); }
+
+  std::size_t device_bytes_in_use() override {
+    if (driver_->ctx_get_current() == nullptr) {
+      if (retained_primary_ == nullptr) retained_primary_ = driver_->primary_ctx_retain(0);
+      driver_->ctx_set_current(retained_primary_);
+    }
+    if (!warmed_up_) warm_up();
+    const MemoryInfo info = driver_->mem_get_info();
+    return info.total - info.free;
+  }
+  std::size_t memory_slack() const noexcept override { return kGpuSlack; }
+  std::optional<AddressRange> driver_block(CUdeviceptr pointer) override {
+    try {
+      return driver_->mem_get_address_range(pointer);
+    } catch (const CudaDriverError&) {
+      return std::nullopt;
+    }
+  }
+
+  std::optional<std::size_t> host_allocation_count() override { return std::nullopt; }
+  std::optional<std::size_t> host_registration_count() override { return std::nullopt; }
+  std::optional<std::size_t> invalid_frees() override { return std::nullopt; }
+  std::optional<std::size_t> invalid_accesses() override { return std::nullopt; }
+
+  std::vector<ImportResult> import_elsewhere(
+      const std::vector<std::vector<std::byte>>& handles) override {
+    const std::string importer = find_ipc_importer();
+    if (importer.empty()) {
+      throw Error(
+          "cannot find the emm-ipc-importer executable for the second process; set "
+          "EMM_IPC_IMPORTER to its path");
+    }
+    return run_ipc_importer(importer, handles, kImporterTimeoutS);
+  }
+
+ private:
+  // The driver sets up some of its own device memory lazily (copy and memset machinery, the
+  // first small-allocation heap); do that before the first figure is taken, so that it is not
+  // counted against the plugin.
+  void warm_up() {
+    warmed_up_ = true;
+    const CUdeviceptr scratch = driver_->mem_alloc(std::size_t{1} << 20);
+    std::vector<std::byte> bytes(4096);
+    driver_->memset_d8(scratch, 0, std::size_t{1} << 20);
+    driver_->memcpy_htod(scratch, bytes.data(), bytes.size());
+    driver_->memcpy_dtoh(bytes.data(), scratch, bytes.size());
+    driver_->memcpy_dtod(scratch + 8192, scratch, bytes.size());
+    driver_->mem_free(scratch);
+    const CUdeviceptr small = driver_->mem_alloc(256);
+    driver_->mem_free(small);
+  }
+
+  std::shared_ptr<Driver> driver_;
+  CUcontext retained_primary_ = nullptr;
+  bool warmed_up_ = false;
+};
+
+}  // namespace
+
+const std::string& gpu_unavailable_reason() { return gpu_state().reason; }
+
+std::unique_ptr<Backend> make_gpu_backend() {
+  GpuState& state = gpu_state();
+  if (!state.driver) throw DriverUnavailableError("no GPU: " + state.reason);
+  return std::make_unique<GpuBackend>(state.driver);
+}
+
+}  // namespace emm::conformance

@@ -1,0 +1,58 @@
+#include "emm/conformance/outcome.hpp"
+
+#include "emm/conformance/backend_kind.hpp"
+#include "emm/conformance/clause_result.hpp"
+
+namespace emm::conformance {
+
+std::string_view to_string(Outcome outcome) noexcept {
+  switch (outcome) {
+    case Outcome::pass:
+      return "pass";
+    case Outcome::fail:
+      return "fail";
+    case Outcome::not_supported:
+      return "not_supported";
+    case Outcome::crash:
+      return "crash";
+    case Outcome::timeout:
+      return "timeout";
+  }
+  return "fail";
+}
+
+std::optional<Outcome> parse_outcome(std::string_view text) noexcept {
+  for (Outcome o :
+       {Outcome::pass, Outcome::fail, Outcome::not_supported, Outcome::crash, Outcome::timeout}) {
+    if (text == to_string(o)) return o;
+  }
+  return std::nullopt;
+}
+
+std::string_view to_string(BackendKind kind) noexcept {
+  return kind == BackendKind::fake ? "fake" : "gpu";
+}
+
+std::optional<BackendKind> parse_backend(std::string_view text) noexcept {
+  for (const BackendKind kind : kBackendKinds) {
+    if (text == to_string(kind)) return kind;
+  }
+  return std::nullopt;
+}
+
+std::string unobserved_note(const ClauseResult& result, const std::string& what) {
+  return (result.clause != nullptr ? result.clause->id : std::string("?")) + ": " + what +
+         " not observable on " + std::string(to_string(result.backend));
+}
+
+std::string summary(const ClauseResult& result) {
+  if (!result.message.empty()) return result.message;
+  std::string text;
+  for (const std::string& note : result.notes) {
+    if (!text.empty()) text += "; ";
+    text += note;
+  }
+  return text;
+}
+
+}  // namespace emm::conformance

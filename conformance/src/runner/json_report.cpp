@@ -1,0 +1,64 @@
+// The JSON rendering of a Certificate (report_writers.hpp; spec §5).
+#include "emm/conformance/json_writer.hpp"
+#include "emm/conformance/report_writers.hpp"
+
+namespace emm::conformance {
+
+std::string to_json(const Certificate& certificate) {
+  const CertificationReport& report = certificate.report;
+  const PluginDescription& plugin = report.plugin.description;
+  JsonWriter json;
+  json.begin_object();
+  json.key("kit_version").value(report.kit_version);
+  json.key("catalogue_version").value(report.catalogue_version);
+  json.key("plugin").begin_object();
+  json.key("path").value(plugin.path);
+  json.key("name").value(plugin.name);
+  json.key("interface_version");
+  if (report.plugin.interface_version) {
+    json.value(*report.plugin.interface_version);
+  } else {
+    json.null();
+  }
+  json.key("capabilities").begin_object();
+  for (const CapabilityField& field : kCapabilityFields) {
+    json.key(field.name).value(declared(plugin.capabilities, field));
+  }
+  json.key("defer_cleanup_behaviour").value(plugin.defer_cleanup_behaviour);
+  json.end_object();
+  json.end_object();
+  json.key("backends").begin_array();
+  for (const BackendStatus& b : report.backends) {
+    json.begin_object();
+    json.key("name").value(to_string(b.kind));
+    json.key("ran").value(b.ran);
+    if (b.ran && !b.device.empty()) json.key("device").value(b.device);
+    if (!b.ran) json.key("reason").value(b.reason);
+    json.end_object();
+  }
+  json.end_array();
+  json.key("verdict").value(certificate.verdict.word());
+  json.key("results").begin_array();
+  for (const ClauseResult& r : report.results) {
+    json.begin_object();
+    json.key("clause").value(r.clause->id);
+    json.key("level").value(to_string(r.level));
+    json.key("backend").value(to_string(r.backend));
+    json.key("outcome").value(to_string(r.outcome));
+    json.key("message").value(summary(r));
+    json.key("notes").begin_array();
+    for (const std::string& note : r.notes) json.value(note);
+    for (const std::string& what : r.unobserved) json.value(unobserved_note(r, what));
+    json.end_array();
+    json.key("duration_ms").value(r.duration_ms);
+    json.key("properties").begin_object();
+    for (const auto& [key, value] : r.properties) json.key(key).value(value);
+    json.end_object();
+    json.end_object();
+  }
+  json.end_array();
+  json.end_object();
+  return json.str() + "\n";
+}
+
+}  // namespace emm::conformance

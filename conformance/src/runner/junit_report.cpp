@@ -1,0 +1,74 @@
+// The JUnit XML rendering of a Certificate (report_writers.hpp; spec §5).
+#include <sstream>
+
+#include "emm/conformance/json_writer.hpp"
+#include "emm/conformance/report_writers.hpp"
+#include "runner/report_format.hpp"
+
+namespace emm::conformance {
+
+using report_format::seconds;
+
+std::string to_junit(const Certificate& certificate) {
+  const CertificationReport& report = certificate.report;
+  std::size_t failures = 0, errors = 0, skipped = 0;
+  double total_ms = 0;
+  for (const ClauseResult& r : report.results) {
+    failures += r.outcome == Outcome::fail;
+    errors += r.outcome == Outcome::crash || r.outcome == Outcome::timeout;
+    skipped += r.outcome == Outcome::not_supported;
+    total_ms += r.duration_ms;
+  }
+  const std::string counts = " tests=\"" + std::to_string(report.results.size()) +
+                             "\" failures=\"" + std::to_string(failures) + "\" errors=\"" +
+                             std::to_string(errors) + "\" skipped=\"" + std::to_string(skipped) +
+                             "\" time=\"" + seconds(total_ms) + "\"";
+  std::ostringstream xml;
+  xml << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  xml << "<testsuites name=\"emm-certify\"" << counts << ">\n";
+  xml << "  <testsuite name=\"" << xml_escape("emm-certify " + report.plugin.description.name)
+      << "\"" << counts << ">\n";
+  xml << "    <properties>\n";
+  auto property = [&xml](std::string_view name, std::string_view value) {
+    xml << "      <property name=\"" << xml_escape(name) << "\" value=\"" << xml_escape(value)
+        << "\"/>\n";
+  };
+  property("plugin", report.plugin.description.name);
+  property("plugin_path", report.plugin.description.path);
+  property("kit_version", report.kit_version);
+  property("catalogue_version", report.catalogue_version);
+  property("verdict", certificate.verdict.word());
+  for (const BackendStatus& b : report.backends) {
+    property("backend." + std::string(to_string(b.kind)),
+             b.ran ? "ran" + (b.device.empty() ? "" : ": " + b.device) : "not run: " + b.reason);
+  }
+  xml << "    </properties>\n";
+  for (const ClauseResult& r : report.results) {
+    const std::string message = summary(r);
+    xml << "    <testcase classname=\"" << xml_escape(r.clause->group()) << "\" name=\""
+        << xml_escape(r.clause->id + " " + std::string(to_string(r.backend))) << "\" time=\""
+        << seconds(r.duration_ms) << "\"";
+    switch (r.outcome) {
+      case Outcome::pass:
+        xml << "/>\n";
+        continue;
+      case Outcome::fail:
+        xml << ">\n      <failure type=\"" << to_string(r.level) << "\" message=\""
+            << xml_escape(message) << "\">" << xml_escape(message) << "</failure>\n";
+        break;
+      case Outcome::crash:
+      case Outcome::timeout:
+        xml << ">\n      <error type=\"" << to_string(r.outcome) << "\" message=\""
+            << xml_escape(message) << "\">" << xml_escape(message) << "</error>\n";
+        break;
+      case Outcome::not_supported:
+        xml << ">\n      <skipped message=\"" << xml_escape(message) << "\"/>\n";
+        break;
+    }
+    xml << "    </testcase>\n";
+  }
+  xml << "  </testsuite>\n</testsuites>\n";
+  return xml.str();
+}
+
+}  // namespace emm::conformance

@@ -1,0 +1,110 @@
+// The Markdown certificate (report_writers.hpp).
+#include <sstream>
+
+#include "emm/conformance/report_writers.hpp"
+#include "runner/report_format.hpp"
+
+namespace emm::conformance {
+namespace {
+
+using namespace report_format;
+
+std::string markdown_text(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '|') {
+      out += "\\|";
+    } else if (c == '\n' || c == '\r') {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string to_markdown(const Certificate& certificate) {
+  const CertificationReport& report = certificate.report;
+  const Verdict& verdict = certificate.verdict;
+  const PluginDescription& plugin = report.plugin.description;
+  std::ostringstream md;
+  md << "# emm-certify certificate: " << markdown_text(plugin.name) << "\n\n";
+  md << "**" << verdict.word() << "**";
+  if (!verdict.certified && verdict.any_backend_ran) {
+    md << " (" << verdict.must_failures << " MUST clause" << (verdict.must_failures == 1 ? "" : "s")
+       << " failed)";
+  }
+  md << ". " << markdown_text(covered(report)) << ".\n\n";
+  md << "| | |\n|---|---|\n";
+  md << "| Plugin | " << markdown_text(plugin.name) << " |\n";
+  md << "| Library | `" << markdown_text(plugin.path) << "` |\n";
+  md << "| Interface version | "
+     << (report.plugin.interface_version ? std::to_string(*report.plugin.interface_version)
+                                         : std::string("unknown"))
+     << " |\n";
+  md << "| Kit version | " << markdown_text(report.kit_version) << " |\n";
+  md << "| Catalogue version | " << markdown_text(report.catalogue_version) << " |\n\n";
+
+  md << "## Declared capabilities\n\n| Capability | Declared |\n|---|---|\n";
+  for (const CapabilityField& field : kCapabilityFields) {
+    md << "| " << field.name << " | " << (declared(plugin.capabilities, field) ? "yes" : "no")
+       << " |\n";
+  }
+  md << "\n**defer_cleanup behaviour:** "
+     << (plugin.defer_cleanup_behaviour.empty() ? std::string("_(not documented)_")
+                                                : markdown_text(plugin.defer_cleanup_behaviour))
+     << "\n\n";
+
+  md << "## Results\n\n| Clause | Level | Title |";
+  for (const BackendStatus& b : report.backends) md << " " << to_string(b.kind) << " |";
+  md << "\n|---|---|---|";
+  for (std::size_t i = 0; i < report.backends.size(); ++i) md << "---|";
+  md << "\n";
+  for (const Clause* clause : clause_order(report)) {
+    md << "| " << clause->id << " | " << row_level(report, *clause) << " | "
+       << markdown_text(clause->title) << " |";
+    for (const BackendStatus& b : report.backends) {
+      md << " " << cell(find_result(report, *clause, b.kind), b) << " |";
+    }
+    md << "\n";
+  }
+
+  auto items = [&](std::string_view heading, const std::vector<std::size_t>& indices) {
+    if (indices.empty()) return;
+    md << "\n## " << heading << "\n\n";
+    for (const std::size_t i : indices) {
+      const ClauseResult& r = report.results[i];
+      md << "- **" << r.clause->id << "** (" << to_string(r.backend) << ", "
+         << to_string(r.outcome) << "): " << markdown_text(r.message) << "\n";
+    }
+  };
+  items("Failed MUST clauses", verdict.failures);
+  items("Warnings (SHOULD clauses)", verdict.warnings);
+  bool unobserved = false;
+  for (const ClauseResult& r : report.results) {
+    for (const std::string& what : r.unobserved) {
+      if (!unobserved) md << "\n## Not observable (those parts were not checked there)\n\n";
+      unobserved = true;
+      md << "- " << markdown_text(unobserved_note(r, what)) << "\n";
+    }
+  }
+  bool measurements = false;
+  for (const ClauseResult& r : report.results) {
+    if (r.properties.empty()) continue;
+    if (!measurements) {
+      md << "\n## Measurements and recorded figures\n\n| Clause | Backend | Figure | Value |\n"
+            "|---|---|---|---|\n";
+      measurements = true;
+    }
+    for (const auto& [key, value] : r.properties) {
+      md << "| " << r.clause->id << " | " << to_string(r.backend) << " | " << markdown_text(key)
+         << " | " << markdown_text(value) << " |\n";
+    }
+  }
+  md << "\n" << verdict.line() << "\n";
+  return md.str();
+}
+
+}  // namespace emm::conformance

@@ -1,0 +1,87 @@
+#include "emm/conformance/report.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "runner/report_format.hpp"
+
+namespace emm::conformance {
+
+Certificate make_certificate(CertificationReport report) {
+  const bool any_ran = std::any_of(report.backends.begin(), report.backends.end(),
+                                   [](const BackendStatus& b) { return b.ran; });
+  Verdict verdict = compute_verdict(report.results, any_ran);
+  return Certificate{std::move(report), std::move(verdict)};
+}
+
+namespace report_format {
+
+std::vector<const Clause*> clause_order(const CertificationReport& report) {
+  std::vector<const Clause*> clauses;
+  for (const Clause& clause : catalogue().clauses()) {
+    for (const ClauseResult& r : report.results) {
+      if (r.clause == &clause) {
+        clauses.push_back(&clause);
+        break;
+      }
+    }
+  }
+  return clauses;
+}
+
+const ClauseResult* find_result(const CertificationReport& report, const Clause& clause,
+                                BackendKind backend) {
+  for (const ClauseResult& r : report.results) {
+    if (r.clause == &clause && r.backend == backend) return &r;
+  }
+  return nullptr;
+}
+
+std::string row_level(const CertificationReport& report, const Clause& clause) {
+  for (const ClauseResult& r : report.results) {
+    if (r.clause == &clause) return std::string(to_string(r.level));
+  }
+  return "";
+}
+
+std::string cell(const ClauseResult* result, const BackendStatus& backend) {
+  if (!backend.ran) return "not run";
+  if (result == nullptr) return "-";
+  switch (result->outcome) {
+    case Outcome::pass:
+      return "pass";
+    case Outcome::fail:
+      return result->level == Level::must ? "FAIL" : "fail (warning)";
+    case Outcome::not_supported:
+      return "not_supported";
+    case Outcome::crash:
+      return "CRASH";
+    case Outcome::timeout:
+      return "TIMEOUT";
+  }
+  return "?";
+}
+
+std::string covered(const CertificationReport& report) {
+  std::string ran;
+  std::string not_run;
+  for (const BackendStatus& b : report.backends) {
+    std::string& list = b.ran ? ran : not_run;
+    if (!list.empty()) list += "; ";
+    list += to_string(b.kind);
+    if (b.ran && !b.device.empty()) list += " (" + b.device + ")";
+    if (!b.ran && !b.reason.empty()) list += " (" + b.reason + ")";
+  }
+  std::string text = "Backends covered: " + (ran.empty() ? std::string("none") : ran);
+  if (!not_run.empty()) text += ". Not run: " + not_run;
+  return text;
+}
+
+std::string seconds(double ms) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.3f", ms / 1000.0);
+  return buffer;
+}
+
+}  // namespace report_format
+}  // namespace emm::conformance

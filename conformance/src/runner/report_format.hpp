@@ -1,0 +1,25 @@
+// report_format.hpp — private to the runner: what the report writers share (row order, cells,
+// the backends-covered sentence, capability rows).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "emm/conformance/report.hpp"
+
+namespace emm::conformance::report_format {
+
+// The clauses that have results, in catalogue order.
+std::vector<const Clause*> clause_order(const CertificationReport& report);
+const ClauseResult* find_result(const CertificationReport& report, const Clause& clause,
+                                BackendKind backend);
+// The level shown for a clause's row (its results' level for this plugin).
+std::string row_level(const CertificationReport& report, const Clause& clause);
+// "pass", "FAIL", "fail (warning)", "not_supported", "CRASH", "TIMEOUT", "not run", "-".
+std::string cell(const ClauseResult* result, const BackendStatus& backend);
+// "Backends covered: fake (emmkit fake device). Not run: gpu (no GPU: ...)".
+std::string covered(const CertificationReport& report);
+// "1.234" seconds.
+std::string seconds(double ms);
+
+}  // namespace emm::conformance::report_format

@@ -1,0 +1,110 @@
+#include "emm/conformance/result_codec.hpp"
+
+#include <charconv>
+#include <cstdio>
+#include <vector>
+
+namespace emm::conformance {
+namespace {
+
+constexpr std::string_view kMagic = "EMMR2\n";
+
+void put(std::string& out, std::string_view field) {
+  out += std::to_string(field.size());
+  out += ':';
+  out.append(field);
+}
+
+bool take(std::string_view& in, std::string& field) {
+  const std::size_t colon = in.find(':');
+  if (colon == std::string_view::npos) return false;
+  std::size_t length = 0;
+  const auto [end, error] = std::from_chars(in.data(), in.data() + colon, length);
+  if (error != std::errc() || end != in.data() + colon) return false;
+  if (in.size() - colon - 1 < length) return false;
+  field.assign(in.substr(colon + 1, length));
+  in.remove_prefix(colon + 1 + length);
+  return true;
+}
+
+bool take_count(std::string_view& in, std::size_t& count) {
+  std::string text;
+  if (!take(in, text)) return false;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), count);
+  // A count can never exceed the bytes left: each item takes at least two ("0:").
+  return error == std::errc() && end == text.data() + text.size() && count <= in.size() / 2;
+}
+
+void put_list(std::string& out, const std::vector<std::string>& items) {
+  put(out, std::to_string(items.size()));
+  for (const std::string& item : items) put(out, item);
+}
+
+bool take_list(std::string_view& in, std::vector<std::string>& items) {
+  std::size_t count = 0;
+  if (!take_count(in, count)) return false;
+  for (std::size_t i = 0; i < count; ++i) {
+    std::string item;
+    if (!take(in, item)) return false;
+    items.push_back(std::move(item));
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string encode_result(const ClauseResult& result) {
+  std::string out(kMagic);
+  put(out, result.clause != nullptr ? result.clause->id : "");
+  put(out, to_string(result.backend));
+  put(out, to_string(result.level));
+  put(out, to_string(result.outcome));
+  put(out, result.message);
+  char duration[64];
+  std::snprintf(duration, sizeof duration, "%.6f", result.duration_ms);
+  put(out, duration);
+  put_list(out, result.notes);
+  put_list(out, result.unobserved);
+  put(out, std::to_string(result.properties.size()));
+  for (const auto& [key, value] : result.properties) {
+    put(out, key);
+    put(out, value);
+  }
+  return out;
+}
+
+std::optional<ClauseResult> decode_result(std::string_view payload) {
+  if (!payload.starts_with(kMagic)) return std::nullopt;
+  payload.remove_prefix(kMagic.size());
+  ClauseResult result;
+  std::string id, backend, level, outcome, duration;
+  if (!take(payload, id) || !take(payload, backend) || !take(payload, level) ||
+      !take(payload, outcome) || !take(payload, result.message) || !take(payload, duration) ||
+      !take_list(payload, result.notes) || !take_list(payload, result.unobserved)) {
+    return std::nullopt;
+  }
+  result.clause = catalogue().find(id);
+  const auto parsed_backend = parse_backend(backend);
+  const auto parsed_level = parse_level(level);
+  const auto parsed_outcome = parse_outcome(outcome);
+  if (result.clause == nullptr || !parsed_backend || !parsed_level || !parsed_outcome) {
+    return std::nullopt;
+  }
+  result.backend = *parsed_backend;
+  result.level = *parsed_level;
+  result.outcome = *parsed_outcome;
+  const auto [end, error] =
+      std::from_chars(duration.data(), duration.data() + duration.size(), result.duration_ms);
+  if (error != std::errc() || end != duration.data() + duration.size()) return std::nullopt;
+  std::size_t count = 0;
+  if (!take_count(payload, count)) return std::nullopt;
+  for (std::size_t i = 0; i < count; ++i) {
+    std::string key, value;
+    if (!take(payload, key) || !take(payload, value)) return std::nullopt;
+    result.properties.emplace_back(std::move(key), std::move(value));
+  }
+  if (!payload.empty()) return std::nullopt;
+  return result;
+}
+
+}  // namespace emm::conformance

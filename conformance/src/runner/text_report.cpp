@@ -1,0 +1,66 @@
+// The console rendering of a Certificate (report_writers.hpp).
+#include <cstdio>
+#include <sstream>
+
+#include "emm/conformance/report_writers.hpp"
+#include "runner/report_format.hpp"
+
+namespace emm::conformance {
+
+using namespace report_format;
+
+std::string to_text(const Certificate& certificate) {
+  const CertificationReport& report = certificate.report;
+  const Verdict& verdict = certificate.verdict;
+  std::ostringstream out;
+  char line[256];
+  std::snprintf(line, sizeof line, "%-10s %-7s", "CLAUSE", "LEVEL");
+  out << line;
+  for (const BackendStatus& b : report.backends) {
+    std::snprintf(line, sizeof line, " %-16s", std::string(to_string(b.kind)).c_str());
+    out << line;
+  }
+  out << "\n";
+  for (const Clause* clause : clause_order(report)) {
+    std::snprintf(line, sizeof line, "%-10s %-7s", clause->id.c_str(),
+                  row_level(report, *clause).c_str());
+    out << line;
+    for (const BackendStatus& b : report.backends) {
+      std::snprintf(line, sizeof line, " %-16s",
+                    cell(find_result(report, *clause, b.kind), b).c_str());
+      out << line;
+    }
+    out << "\n";
+  }
+  auto item = [&out](const ClauseResult& r, const std::string& text) {
+    out << r.clause->id << " (" << to_string(r.backend) << ", " << to_string(r.outcome)
+        << "): " << text << "\n";
+  };
+  if (!verdict.failures.empty()) {
+    out << "\nFailed MUST clauses:\n";
+    for (const std::size_t i : verdict.failures) {
+      out << "  ";
+      item(report.results[i], report.results[i].message);
+    }
+  }
+  if (!verdict.warnings.empty()) {
+    out << "\nWarnings (SHOULD clauses):\n";
+    for (const std::size_t i : verdict.warnings) {
+      out << "  warning: ";
+      item(report.results[i], report.results[i].message);
+    }
+  }
+  bool header = false;
+  for (const ClauseResult& r : report.results) {
+    for (const std::string& what : r.unobserved) {
+      if (!header) out << "\nNot observable (those parts were not checked there):\n";
+      header = true;
+      out << "  " << unobserved_note(r, what) << "\n";
+    }
+  }
+  out << "\n" << covered(report) << "\n";
+  out << verdict.line() << "\n";
+  return out.str();
+}
+
+}  // namespace emm::conformance

@@ -1,0 +1,128 @@
+// emm_generate_clause_skeleton — turns conformance/catalogue.tsv into the code every flavour is
+// built from, so that the catalogue is the only hand-kept list of clauses (the build runs it;
+// see conformance/CMakeLists.txt):
+//
+//   emm_generate_clause_skeleton CATALOGUE.tsv OUTPUT_DIR
+//
+// writes, each only when its content changed (so an unchanged catalogue rebuilds nothing):
+//   OUTPUT_DIR/include/emm/conformance/plugin_clauses.hpp  PluginClause (one enumerator per
+//       plugin clause), EMM_PLUGIN_CLAUSES(X) and EMM_PLUGIN_CLAUSE_TEST_NAMES;
+//   OUTPUT_DIR/catalogue_data.cpp   the TSV's bytes, which catalogue() parses at run time;
+//   OUTPUT_DIR/clause_ids.cmake     EMM_HOST_CLAUSE_IDS and EMM_PLUGIN_CLAUSE_IDS for CMake tests.
+// The TSV is parsed with the library's own Catalogue::parse, so a malformed catalogue fails the
+// build with the parser's message.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include "emm/conformance/catalogue.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using emm::conformance::Catalogue;
+using emm::conformance::Clause;
+
+constexpr std::string_view kBanner =
+    "Generated from conformance/catalogue.tsv by emm_generate_clause_skeleton; do not edit: "
+    "edit the catalogue.";
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void write_if_changed(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  if (fs::exists(path) && read_file(path) == text) return;
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!out.flush()) throw std::runtime_error("cannot write " + path.string());
+}
+
+std::string plugin_clauses_header(const Catalogue& catalogue) {
+  std::ostringstream h;
+  h << "// emm/conformance/plugin_clauses.hpp — the plugin clauses of the catalogue as code.\n"
+    << "// " << kBanner << "\n"
+    << "//\n"
+    << "// EMM_PLUGIN_CLAUSES(X) calls X(Key, \"ID\", TestName) once per plugin clause, in\n"
+    << "// catalogue order; the GoogleTest suite (gtest.hpp) and the check registry expand it.\n"
+    << "#pragma once\n\n#include <cstddef>\n\nnamespace emm::conformance {\n\n"
+    << "// One enumerator per plugin clause (catalogue version " << catalogue.version()
+    << ").\nenum class PluginClause : unsigned {\n";
+  std::size_t count = 0;
+  for (const Clause* clause : catalogue.plugin_clauses()) {
+    h << "  " << clause->key() << ",\n";
+    ++count;
+  }
+  h << "};\n\ninline constexpr std::size_t kPluginClauseCount = " << count << ";\n\n"
+    << "}  // namespace emm::conformance\n\n#define EMM_PLUGIN_CLAUSES(X)";
+  for (const Clause* clause : catalogue.plugin_clauses()) {
+    h << " \\\n  X(" << clause->key() << ", \"" << clause->id << "\", " << clause->full_test_name()
+      << ")";
+  }
+  h << "\n\n#define EMM_PLUGIN_CLAUSE_TEST_NAMES";
+  const char* separator = " ";
+  for (const Clause* clause : catalogue.plugin_clauses()) {
+    h << separator << "\\\n  " << clause->full_test_name();
+    separator = ", ";
+  }
+  h << "\n";
+  return h.str();
+}
+
+// A byte array rather than a string literal: the catalogue is longer than the 4095 characters
+// -Wpedantic allows a literal.
+std::string catalogue_source(const std::string& tsv) {
+  std::ostringstream c;
+  c << "// " << kBanner << "\n"
+    << "namespace emm::conformance::detail {\n"
+    << "extern const unsigned char kCatalogueTsv[];\n"
+    << "const unsigned char kCatalogueTsv[] = {\n ";
+  for (const unsigned char byte : tsv) {
+    c << ' ' << static_cast<unsigned>(byte) << ',';
+    if (byte == '\n') c << "\n ";
+  }
+  c << " 0};\n}  // namespace emm::conformance::detail\n";
+  return c.str();
+}
+
+std::string clause_ids_cmake(const Catalogue& catalogue) {
+  std::ostringstream m;
+  m << "# " << kBanner << "\n";
+  for (const bool host : {true, false}) {
+    m << (host ? "set(EMM_HOST_CLAUSE_IDS" : "set(EMM_PLUGIN_CLAUSE_IDS");
+    for (const Clause& clause : catalogue.clauses()) {
+      if (host ? clause.host : clause.plugin) m << ' ' << clause.id;
+    }
+    m << ")\n";
+  }
+  return m.str();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::cerr << "usage: emm_generate_clause_skeleton CATALOGUE.tsv OUTPUT_DIR\n";
+    return 2;
+  }
+  try {
+    const fs::path output(argv[2]);
+    const std::string tsv = read_file(argv[1]);
+    const Catalogue catalogue = Catalogue::parse(tsv);
+    write_if_changed(output / "include/emm/conformance/plugin_clauses.hpp",
+                     plugin_clauses_header(catalogue));
+    write_if_changed(output / "catalogue_data.cpp", catalogue_source(tsv));
+    write_if_changed(output / "clause_ids.cmake", clause_ids_cmake(catalogue));
+  } catch (const std::exception& error) {
+    std::cerr << argv[1] << ": " << error.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,96 @@
+// emm/plugin_declaration.hpp — what a plugin declares about itself (spec 2.7): its display
+// name, its capabilities and one line on its defer_cleanup() behaviour.
+//
+// One constant per plugin, shared by its export macro and its test traits, so the certificate
+// and the typed suites read the same facts:
+//
+//   inline constexpr emm::PluginDeclaration kMyDeclaration{
+//       .name = "my-plugin",
+//       .capabilities = {.memory_info = true, .ipc = true, .thread_safe = true},
+//       .defer_cleanup_behaviour = "holds the HostOnly guard; frees run when the last guard ends"};
+//   EMM_EXPORT_MEMORY_MANAGER(MyPlugin, kMyDeclaration)          // plugin_abi.hpp
+//
+// Every capability defaults to the conservative value: one not declared is not certified, and
+// its optional clauses report not_supported. kCapabilityFields is the one table of capability
+// names: the catalogue's `optional` column, the reports and the command line all read it.
+//
+// Plain constexpr data; safe to use from any thread.
+#pragma once
+
+#include <array>
+#include <string_view>
+#include <type_traits>
+
+namespace emm {
+
+class HostOnlyCUDAMemoryManager;
+
+struct Capabilities {
+  // get_memory_info() returns figures (INFO-1); otherwise it throws NotImplementedError.
+  bool memory_info = false;
+  // get_ipc_handle() works (IPC-1/2); otherwise it throws NotImplementedError (IPC-7).
+  bool ipc = false;
+  // Derived from HostOnlyCUDAMemoryManager (DEFER-3 applies). Filled in from the type by
+  // complete_declaration(), never declared by hand.
+  bool host_only_derived = false;
+  // Safe under concurrent memalloc/free from many threads (ALLOC-10 becomes MUST).
+  bool thread_safe = false;
+  // Every CUDA call goes through context()->driver(), so the fake backend can certify it.
+  // False for plugins wrapping a library that calls CUDA itself: certified on a GPU only.
+  bool runs_on_fake_driver = true;
+  // Sub-allocates from larger blocks it keeps (memory info may be pool-level, INFO-1; IPC
+  // handles must carry offsets, IPC-2).
+  bool pooling = false;
+
+  friend constexpr bool operator==(const Capabilities&, const Capabilities&) = default;
+};
+
+// One row of the capability table: its name in the catalogue, the reports and on the command
+// line, the flag it stands for, and what declaring it promises.
+struct CapabilityField {
+  std::string_view name;
+  bool Capabilities::*flag;
+  std::string_view meaning;
+};
+
+inline constexpr std::array<CapabilityField, 6> kCapabilityFields{{
+    {"memory_info", &Capabilities::memory_info,
+     "get_memory_info() returns figures instead of throwing NotImplementedError"},
+    {"ipc", &Capabilities::ipc,
+     "get_ipc_handle() works instead of throwing NotImplementedError"},
+    {"host_only_derived", &Capabilities::host_only_derived,
+     "derived from HostOnlyCUDAMemoryManager (set from the type)"},
+    {"thread_safe", &Capabilities::thread_safe,
+     "memalloc and releases may come from many threads at once"},
+    {"runs_on_fake_driver", &Capabilities::runs_on_fake_driver,
+     "every CUDA call goes through context()->driver()"},
+    {"pooling", &Capabilities::pooling, "sub-allocates from larger blocks it keeps"},
+}};
+
+// The row named `name`; null when there is none.
+constexpr const CapabilityField* find_capability(std::string_view name) noexcept {
+  for (const CapabilityField& field : kCapabilityFields) {
+    if (field.name == name) return &field;
+  }
+  return nullptr;
+}
+
+constexpr bool declared(const Capabilities& capabilities, const CapabilityField& field) noexcept {
+  return capabilities.*field.flag;
+}
+
+struct PluginDeclaration {
+  const char* name = "";
+  Capabilities capabilities{};
+  // One line on what defer_cleanup() does, printed on the certificate (DEFER-6).
+  const char* defer_cleanup_behaviour = "";
+};
+
+// `declaration` with host_only_derived taken from the type (declaring it by hand could lie).
+template <class Manager>
+constexpr PluginDeclaration complete_declaration(PluginDeclaration declaration) {
+  declaration.capabilities.host_only_derived = std::is_base_of_v<HostOnlyCUDAMemoryManager, Manager>;
+  return declaration;
+}
+
+}  // namespace emm
