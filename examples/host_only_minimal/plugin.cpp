@@ -3,4 +3,5 @@
 #include "host_only_minimal.hpp"
 #include "host_only_minimal_declaration.hpp"
 
-EMM_EXPORT_MEMORY_MANAGER(emm::examples::HostOnlyMinimalMemoryManager, emm::examples::kHostOnlyMinimalDeclaration)
+EMM_EXPORT_MEMORY_MANAGER(emm::examples::HostOnlyMinimalMemoryManager,
+                          emm::examples::kHostOnlyMinimalDeclaration)

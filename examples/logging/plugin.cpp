@@ -3,4 +3,5 @@
 #include "emm/examples/logging_over_pool.hpp"
 #include "emm/plugin_abi.hpp"
 
-EMM_EXPORT_MEMORY_MANAGER(emm::examples::LoggingOverPool, emm::examples::kLoggingOverPoolDeclaration)
+EMM_EXPORT_MEMORY_MANAGER(emm::examples::LoggingOverPool,
+                          emm::examples::kLoggingOverPoolDeclaration)

@@ -3,4 +3,5 @@
 #include "emm/examples/stream_ordered_memory_manager.hpp"
 #include "emm/plugin_abi.hpp"
 
-EMM_EXPORT_MEMORY_MANAGER(emm::examples::StreamOrderedMemoryManager, emm::examples::kStreamOrderedDeclaration)
+EMM_EXPORT_MEMORY_MANAGER(emm::examples::StreamOrderedMemoryManager,
+                          emm::examples::kStreamOrderedDeclaration)

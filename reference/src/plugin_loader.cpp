@@ -1,17 +1,18 @@
 #include "emm/plugin_loader.hpp"
 
-#include "emm/errors.hpp"
-
 #include <dlfcn.h>
 #include <sys/stat.h>
 
 #include <string>
 
+#include "emm/errors.hpp"
+
 namespace emm {
 
 ManagerFactory LoadedPlugin::factory() const {
   const PluginDescriptor* d = descriptor;
-  return [d](Context* context) { return std::unique_ptr<BaseCUDAMemoryManager>(d->create(context)); };
+  return
+      [d](Context* context) { return std::unique_ptr<BaseCUDAMemoryManager>(d->create(context)); };
 }
 
 LoadedPlugin load_plugin(const std::string& path) {
@@ -21,8 +22,9 @@ LoadedPlugin load_plugin(const std::string& path) {
   if (path.find('/') != std::string::npos) {
     struct stat info {};
     if (::stat(path.c_str(), &info) != 0) {
-      throw PluginLoadError(path, "no such file; give the path of a plugin shared library built "
-                                  "with EMM_EXPORT_MEMORY_MANAGER");
+      throw PluginLoadError(path,
+                            "no such file; give the path of a plugin shared library built "
+                            "with EMM_EXPORT_MEMORY_MANAGER");
     }
   }
   // Never dlclose'd: plugin code may run from late finalizers (plugin_loader.hpp).
@@ -44,18 +46,16 @@ LoadedPlugin load_plugin(const std::string& path) {
     throw PluginLoadError(path, std::string(kPluginEntryPoint) + "() returned null");
   }
   if (descriptor->abi_version != kPluginAbiVersion) {
-    throw PluginLoadError(path, "the plugin was built for plugin ABI version " +
-                                    std::to_string(descriptor->abi_version) +
-                                    ", this kit reads version " +
-                                    std::to_string(kPluginAbiVersion) +
-                                    "; rebuild the plugin against this emmkit");
+    throw PluginLoadError(
+        path, "the plugin was built for plugin ABI version " +
+                  std::to_string(descriptor->abi_version) + ", this kit reads version " +
+                  std::to_string(kPluginAbiVersion) + "; rebuild the plugin against this emmkit");
   }
   if (descriptor->descriptor_size != sizeof(PluginDescriptor)) {
-    throw PluginLoadError(path, "the plugin descriptor has " +
-                                    std::to_string(descriptor->descriptor_size) +
-                                    " bytes, this kit expects " +
-                                    std::to_string(sizeof(PluginDescriptor)) +
-                                    "; rebuild the plugin against this emmkit");
+    throw PluginLoadError(
+        path, "the plugin descriptor has " + std::to_string(descriptor->descriptor_size) +
+                  " bytes, this kit expects " + std::to_string(sizeof(PluginDescriptor)) +
+                  "; rebuild the plugin against this emmkit");
   }
   const PluginDeclaration& declaration = descriptor->declaration;
   if (descriptor->create == nullptr || declaration.name == nullptr ||

@@ -1,21 +1,22 @@
 #include "emm/runtime.hpp"
 
-#include "emm/cuda_driver.hpp"
-#include "emm/diagnostics.hpp"
-#include "emm/errors.hpp"
-#include "emm/numba_memory_manager.hpp"
-
 #include <cstdlib>
 #include <exception>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "emm/cuda_driver.hpp"
+#include "emm/diagnostics.hpp"
+#include "emm/errors.hpp"
+#include "emm/numba_memory_manager.hpp"
+
 namespace emm {
 
 RuntimeOptions RuntimeOptions::hermetic(std::map<std::string, std::string> variables) {
   RuntimeOptions options;
-  options.getenv = [variables = std::move(variables)](const char* name) -> std::optional<std::string> {
+  options.getenv = [variables =
+                        std::move(variables)](const char* name) -> std::optional<std::string> {
     const auto found = variables.find(name);
     if (found == variables.end()) return std::nullopt;
     return found->second;
@@ -81,8 +82,8 @@ ManagerFactory Runtime::resolve_factory_locked() {
           try {
             return factory(context);
           } catch (const std::exception& error) {
-            throw PluginLoadError(source, std::string("the plugin constructor threw: ") +
-                                              error.what());
+            throw PluginLoadError(source,
+                                  std::string("the plugin constructor threw: ") + error.what());
           }
         };
         env_plugin_ = std::move(plugin);

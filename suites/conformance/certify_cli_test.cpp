@@ -34,13 +34,14 @@ TEST(CertifyCli, ReadsEveryOption) {
       parse({"--plugin", "p.so", "--backend", "fake", "--only", "LIFE-2,ALLOC-1", "--json",
              "r.json", "--junit", "r.xml", "--markdown", "r.md", "--timeout-s", "2"});
   EXPECT_EQ(options.backends, std::vector<BackendKind>{BackendKind::fake});
-  EXPECT_EQ(options.only, (std::vector<const Clause*>{catalogue().find("LIFE-2"),
-                                                   catalogue().find("ALLOC-1")}));
+  EXPECT_EQ(options.only,
+            (std::vector<const Clause*>{catalogue().find("LIFE-2"), catalogue().find("ALLOC-1")}));
   EXPECT_EQ(options.json_path, "r.json");
   EXPECT_EQ(options.junit_path, "r.xml");
   EXPECT_EQ(options.markdown_path, "r.md");
   EXPECT_EQ(options.timeout_s, 2);
-  EXPECT_EQ(parse({"--plugin=p.so", "--backend=gpu"}).backends, std::vector<BackendKind>{BackendKind::gpu});
+  EXPECT_EQ(parse({"--plugin=p.so", "--backend=gpu"}).backends,
+            std::vector<BackendKind>{BackendKind::gpu});
   EXPECT_EQ(parse({"--plugin", "p.so", "--backend", "all"}).backends,
             (std::vector<BackendKind>{BackendKind::fake, BackendKind::gpu}));
 }

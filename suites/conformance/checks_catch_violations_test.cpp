@@ -135,16 +135,13 @@ TEST(ChecksCatchViolations, ALLOC_11_SixteenByteAlignmentWarns) {
 
 TEST(ChecksCatchViolations, INFO_2_RuntimeErrorInsteadOfNotImplementedFails) {
   ::testing::Test::RecordProperty("clause", "INFO-2");
-  const ClauseResult r =
-      run(subject<RuntimeErrorInfo>({}), "INFO-2");
+  const ClauseResult r = run(subject<RuntimeErrorInfo>({}), "INFO-2");
   EXPECT_EQ(r.outcome, Outcome::fail);
   EXPECT_EQ(r.message,
             "[INFO-2] the plugin declares memory_info=false, so get_memory_info() must throw "
             "emm::NotImplementedError; it threw std::runtime_error: no figures");
-  EXPECT_EQ(run(subject<RuntimeErrorInfo>({}), "INFO-1").outcome,
-            Outcome::not_supported);
-  EXPECT_EQ(run(subject<RuntimeErrorInfo>({}), "INFO-3").outcome,
-            Outcome::not_supported);
+  EXPECT_EQ(run(subject<RuntimeErrorInfo>({}), "INFO-1").outcome, Outcome::not_supported);
+  EXPECT_EQ(run(subject<RuntimeErrorInfo>({}), "INFO-3").outcome, Outcome::not_supported);
 }
 
 TEST(ChecksCatchViolations, INFO_2_DeclaredButNotImplementedFails) {
@@ -220,8 +217,7 @@ TEST(ChecksCatchViolations, DEFER_6_EmptyBehaviourWarns) {
 
 TEST(ChecksCatchViolations, ALLOC_10_IsNotSupportedWithoutThreadSafetyAndThenOnlyShould) {
   ::testing::Test::RecordProperty("clause", "ALLOC-10");
-  const ClauseResult r =
-      run(subject<NumbaCUDAMemoryManager>({}), "ALLOC-10");
+  const ClauseResult r = run(subject<NumbaCUDAMemoryManager>({}), "ALLOC-10");
   EXPECT_EQ(r.outcome, Outcome::not_supported);
   EXPECT_EQ(r.level, Level::should);
   EXPECT_EQ(r.message, "[ALLOC-10] the plugin declares thread_safe=false");
@@ -230,7 +226,8 @@ TEST(ChecksCatchViolations, ALLOC_10_IsNotSupportedWithoutThreadSafetyAndThenOnl
 TEST(ChecksCatchViolations, DEFER_3_DoesNotApplyToPluginsNotDerivedFromHostOnly) {
   ::testing::Test::RecordProperty("clause", "DEFER-3");
   PluginSubject s = subject<NumbaCUDAMemoryManager>();
-  s.description.capabilities.host_only_derived = false;  // as a BaseCUDAMemoryManager-only plugin declares
+  s.description.capabilities.host_only_derived =
+      false;  // as a BaseCUDAMemoryManager-only plugin declares
   const ClauseResult r = run(s, "DEFER-3");
   EXPECT_EQ(r.outcome, Outcome::not_supported);
   EXPECT_EQ(r.message, "[DEFER-3] the plugin declares host_only_derived=false");

@@ -33,7 +33,8 @@ TEST(Isolation, SegfaultIsACrashNamingTheSignal) {
   });
   EXPECT_EQ(report.kind, ChildReport::Kind::crashed);
   EXPECT_EQ(report.signal, SIGSEGV);
-  const ClauseResult r = result_from_child(report, clause("LIFE-5"), BackendKind::fake, Level::must, 60);
+  const ClauseResult r =
+      result_from_child(report, clause("LIFE-5"), BackendKind::fake, Level::must, 60);
   EXPECT_EQ(r.outcome, Outcome::crash);
   EXPECT_EQ(r.message, "[LIFE-5] the plugin crashed the process: SIGSEGV (Segmentation fault)");
 }
@@ -43,7 +44,8 @@ TEST(Isolation, StdTerminateIsACrashWithItsOutput) {
   EXPECT_EQ(report.kind, ChildReport::Kind::crashed);
   EXPECT_EQ(report.signal, SIGABRT);
   EXPECT_NE(report.output_tail.find("terminate called"), std::string::npos) << report.output_tail;
-  const ClauseResult r = result_from_child(report, clause("FIN-1"), BackendKind::fake, Level::must, 60);
+  const ClauseResult r =
+      result_from_child(report, clause("FIN-1"), BackendKind::fake, Level::must, 60);
   EXPECT_EQ(r.message.rfind("[FIN-1] the plugin crashed the process: SIGABRT (Aborted); last "
                             "output: terminate called",
                             0),
@@ -66,7 +68,8 @@ TEST(Isolation, HangIsATimeoutAndTheChildIsKilled) {
       },
       300ms);
   EXPECT_EQ(report.kind, ChildReport::Kind::timed_out);
-  const ClauseResult r = result_from_child(report, clause("ALLOC-2"), BackendKind::fake, Level::must, 2);
+  const ClauseResult r =
+      result_from_child(report, clause("ALLOC-2"), BackendKind::fake, Level::must, 2);
   EXPECT_EQ(r.outcome, Outcome::timeout);
   EXPECT_EQ(r.message, "[ALLOC-2] no answer within 2 s: the plugin hangs (the run was killed)");
 }
@@ -94,7 +97,8 @@ TEST(Isolation, AFinishedChildsEncodedResultIsDecoded) {
   sent.outcome = Outcome::fail;
   sent.message = "[INFO-2] expected NotImplementedError";
   const ChildReport report = run_one([sent] { return encode_result(sent); });
-  const ClauseResult r = result_from_child(report, clause("INFO-2"), BackendKind::fake, Level::must, 60);
+  const ClauseResult r =
+      result_from_child(report, clause("INFO-2"), BackendKind::fake, Level::must, 60);
   EXPECT_EQ(r.outcome, Outcome::fail);
   EXPECT_EQ(r.message, sent.message);
 }
@@ -105,8 +109,8 @@ TEST(Isolation, AResultForAnotherClauseIsNotAccepted) {
   forged.backend = BackendKind::fake;
   forged.outcome = Outcome::pass;
   const ChildReport report = run_one([forged] { return encode_result(forged); });
-  const ClauseResult r = result_from_child(report, clause("INFO-2"), BackendKind::fake,
-                                           Level::must, 60);
+  const ClauseResult r =
+      result_from_child(report, clause("INFO-2"), BackendKind::fake, Level::must, 60);
   EXPECT_EQ(r.outcome, Outcome::crash);
   EXPECT_EQ(r.message,
             "[INFO-2] the run reported a result for ALLOC-1 on fake, not for this clause and "

@@ -173,9 +173,12 @@ TEST(Report, InterfaceVersionIsNullWhenUnknown) {
 
 TEST(Verdict, MustFailuresCrashesAndTimeoutsDecide) {
   CertificationReport report = small_report();
-  report.results.push_back(result("LIFE-2", BackendKind::fake, Level::must, Outcome::fail, "[LIFE-2] x"));
-  report.results.push_back(result("LIFE-5", BackendKind::fake, Level::must, Outcome::crash, "[LIFE-5] y"));
-  report.results.push_back(result("LIFE-6", BackendKind::fake, Level::must, Outcome::timeout, "[LIFE-6] z"));
+  report.results.push_back(
+      result("LIFE-2", BackendKind::fake, Level::must, Outcome::fail, "[LIFE-2] x"));
+  report.results.push_back(
+      result("LIFE-5", BackendKind::fake, Level::must, Outcome::crash, "[LIFE-5] y"));
+  report.results.push_back(
+      result("LIFE-6", BackendKind::fake, Level::must, Outcome::timeout, "[LIFE-6] z"));
   report.results.push_back(result("IPC-1", BackendKind::fake, Level::must, Outcome::not_supported));
   const Verdict verdict = certify(report).verdict;
   EXPECT_FALSE(verdict.certified);
@@ -189,8 +192,10 @@ TEST(Verdict, ShouldFailuresAreWarningsAndInfoNeverDecides) {
   CertificationReport report = small_report();
   report.results.push_back(
       result("ALLOC-11", BackendKind::fake, Level::should, Outcome::fail, "[ALLOC-11] a"));
-  report.results.push_back(result("ALLOC-10", BackendKind::fake, Level::should, Outcome::not_supported));
-  report.results.push_back(result("PERF-1", BackendKind::fake, Level::info, Outcome::fail, "[PERF-1] b"));
+  report.results.push_back(
+      result("ALLOC-10", BackendKind::fake, Level::should, Outcome::not_supported));
+  report.results.push_back(
+      result("PERF-1", BackendKind::fake, Level::info, Outcome::fail, "[PERF-1] b"));
   const Verdict verdict = certify(report).verdict;
   EXPECT_TRUE(verdict.certified);
   EXPECT_EQ(verdict.line(), "VERDICT: CERTIFIED");
@@ -274,7 +279,8 @@ TEST(ResultEncoding, RoundTripsEveryField) {
 }
 
 TEST(ResultEncoding, RejectsTruncatedOrForeignPayloads) {
-  const std::string good = encode_result(result("REG-1", BackendKind::fake, Level::must, Outcome::pass));
+  const std::string good =
+      encode_result(result("REG-1", BackendKind::fake, Level::must, Outcome::pass));
   EXPECT_FALSE(decode_result("").has_value());
   EXPECT_FALSE(decode_result("hello").has_value());
   EXPECT_FALSE(decode_result(good.substr(0, good.size() - 1)).has_value());

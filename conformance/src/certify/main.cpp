@@ -1,7 +1,7 @@
 // emm-certify — certifies an EMM plugin shared library (spec §5). See certify_cli.hpp.
 #include <iostream>
 
-#include "emm/conformance/certify_cli.hpp"
+#include "emm/conformance/certify.hpp"
 
 int main(int argc, char** argv) {
   return emm::conformance::certify_main(argc, argv, std::cout, std::cerr);

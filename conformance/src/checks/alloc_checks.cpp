@@ -143,8 +143,8 @@ EMM_CHECK(ALLOC_3) {
                "; expected emm::CudaDriverError with CUDA_ERROR_OUT_OF_MEMORY (or a subclass)");
     }
   }
-  expect_no_growth(run, before, "after three failed memalloc(1 PiB) requests",
-                   "before them", ": a failed request must leak nothing");
+  expect_no_growth(run, before, "after three failed memalloc(1 PiB) requests", "before them",
+                   ": a failed request must leak nothing");
   auto memory = allocate(run, context, MiB, "after out of memory");
   expect_read_write(run, memory->device_pointer(), MiB, 1301,
                     "memalloc(1 MiB) after out of memory");
@@ -290,9 +290,9 @@ EMM_CHECK(ALLOC_7) {
     if (mapped) {
       const std::vector<std::byte> written = pattern(kSize, 1700);
       std::memcpy(pointer, written.data(), kSize);
-      expect_same_bytes(run,
-                        read_device(run, allocation.mapped_pointer()->device_pointer(), kSize, what),
-                        written, what + ": the device pointer does not alias [p, p+n)");
+      expect_same_bytes(
+          run, read_device(run, allocation.mapped_pointer()->device_pointer(), kSize, what),
+          written, what + ": the device pointer does not alias [p, p+n)");
     }
     // The allocation alone keeps the buffer alive.
     std::shared_ptr<void> keep_alive_check = std::move(buffer.owner);

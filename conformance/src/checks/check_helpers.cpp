@@ -179,8 +179,8 @@ std::vector<ImportResult> import_elsewhere(ClauseRun& run,
   try {
     return run.backend().import_elsewhere(handles);
   } catch (...) {
-    run.fail(str("the importing process could not open the handles: ",
-                 describe_current_exception()));
+    run.fail(
+        str("the importing process could not open the handles: ", describe_current_exception()));
   }
 }
 

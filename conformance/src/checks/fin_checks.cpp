@@ -70,7 +70,8 @@ void scenario(ClauseRun& run, Context& context, const std::vector<std::size_t>& 
     const std::string state = str("after dropping ", names(dropped), " while ", names(remaining),
                                   " still reference(s) it ", where);
     if (!alive(base)) run.fail("the finalizer ran " + state);
-    if (block && !run.backend().driver_block(pointer)) run.fail("the driver allocation was freed " + state);
+    if (block && !run.backend().driver_block(pointer))
+      run.fail("the driver allocation was freed " + state);
     expect_pattern(run, pointer, kSize, seed, "the allocation " + state);
     auto probe = allocate(run, context, kSize, "probe for early reuse");
     if (overlap(probe->device_pointer(), kSize, pointer, kSize)) {
@@ -153,8 +154,7 @@ EMM_CHECK(FIN_1) {
   flush_point(context.memory_manager());
   const std::size_t growth = expect_no_growth(
       run, before, str("after ", kCycles, " cycles of memalloc(", kCycleSize, ") and release"),
-      "before them",
-      ": released allocations are never freed (finalizer never runs or never frees)",
+      "before them", ": released allocations are never freed (finalizer never runs or never frees)",
       kAllowedGrowth);
   run.record("cycle_growth_bytes", growth);
 }
@@ -191,8 +191,8 @@ EMM_CHECK(FIN_5) {
     }
     if (host_only &&
         exact_driver_allocation(buffers[victim].block, buffers[victim].pointer, sizes[victim]) &&
-        exact_driver_allocation(run.backend().driver_block(buffers[victim].pointer), buffers[victim].pointer,
-                                sizes[victim])) {
+        exact_driver_allocation(run.backend().driver_block(buffers[victim].pointer),
+                                buffers[victim].pointer, sizes[victim])) {
       run.fail(str("dropping ", dropped,
                    " and flushing the deferred-free queue did not free it in the driver"));
     }

@@ -59,8 +59,8 @@ void ClauseRun::not_supported(std::string_view reason) const {
     throw ClauseNotSupported("[" + clause_.id + "] " + std::string(reason));
   }
   if (clause_.optional != nullptr) {
-    fail(str("not supported (", reason, ") although the plugin declares ",
-             clause_.optional->name, "=true"));
+    fail(str("not supported (", reason, ") although the plugin declares ", clause_.optional->name,
+             "=true"));
   }
   fail(str("not supported (", reason, "), but ", clause_.id,
            " is not optional: an undeclared NotImplementedError is a failure"));

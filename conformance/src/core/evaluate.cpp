@@ -72,8 +72,7 @@ ClauseResult evaluate(const PluginSubject& subject, const Clause& clause, Backen
                      describe_current_exception();
   }
   result.duration_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
-          .count();
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   return result;
 }
 
@@ -85,9 +84,9 @@ ClauseResult evaluate_on(const PluginSubject& subject, const Clause& clause, Bac
   try {
     made = make_backend(backend);
   } catch (...) {
-    return backend_not_available(subject, clause, backend,
-                                 std::string(to_string(backend)) +
-                                     " unavailable: " + describe_current_exception());
+    return backend_not_available(
+        subject, clause, backend,
+        std::string(to_string(backend)) + " unavailable: " + describe_current_exception());
   }
   return evaluate(subject, clause, *made, options);
 }

@@ -1,5 +1,5 @@
-// emm-certify's work (spec §5): load the plugin, probe the backends and run every plugin clause
-// in a child process, then print the table and verdict and write the reports.
+#include "emm/conformance/certify.hpp"
+
 #include <cstdio>
 #include <fstream>
 #include <optional>
@@ -83,8 +83,7 @@ BackendStatus probe_gpu(const Capabilities& capabilities) {
 
 BackendStatus probe_fake(const Capabilities& capabilities) {
   BackendStatus status{BackendKind::fake, false, "", ""};
-  if (std::string why = backend_unavailable_reason(BackendKind::fake, capabilities);
-      !why.empty()) {
+  if (std::string why = backend_unavailable_reason(BackendKind::fake, capabilities); !why.empty()) {
     status.reason = why;
     return status;
   }
@@ -180,8 +179,7 @@ int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
         return encode_result(evaluate(subject, *job.clause, *make_backend(job.backend)));
       });
     }
-    const std::size_t parallel =
-        backend == BackendKind::fake ? std::min<std::size_t>(2, cores) : 1;
+    const std::size_t parallel = backend == BackendKind::fake ? std::min<std::size_t>(2, cores) : 1;
     run_in_children(work, parallel, std::chrono::seconds(options.timeout_s),
                     [&](std::size_t k, const ChildReport& child) {
                       const Job& job = jobs[indices[k]];

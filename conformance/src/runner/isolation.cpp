@@ -225,8 +225,8 @@ std::vector<ChildReport> run_in_children(
   return reports;
 }
 
-ClauseResult result_from_child(const ChildReport& report, const Clause& clause,
-                               BackendKind backend, Level level, int timeout_s) {
+ClauseResult result_from_child(const ChildReport& report, const Clause& clause, BackendKind backend,
+                               Level level, int timeout_s) {
   ClauseResult result;
   result.clause = &clause;
   result.backend = backend;
@@ -255,12 +255,11 @@ ClauseResult result_from_child(const ChildReport& report, const Clause& clause,
       break;
     case ChildReport::Kind::crashed:
       result.outcome = Outcome::crash;
-      result.message = report.signal != 0
-                           ? id + "the plugin crashed the process: " +
-                                 describe_signal(report.signal) + output
-                           : id + "the process ended (exit status " +
-                                 std::to_string(report.exit_status) +
-                                 ") without reporting a result" + output;
+      result.message =
+          report.signal != 0
+              ? id + "the plugin crashed the process: " + describe_signal(report.signal) + output
+              : id + "the process ended (exit status " + std::to_string(report.exit_status) +
+                    ") without reporting a result" + output;
       break;
   }
   return result;

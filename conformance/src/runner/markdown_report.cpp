@@ -76,8 +76,8 @@ std::string to_markdown(const Certificate& certificate) {
     md << "\n## " << heading << "\n\n";
     for (const std::size_t i : indices) {
       const ClauseResult& r = report.results[i];
-      md << "- **" << r.clause->id << "** (" << to_string(r.backend) << ", "
-         << to_string(r.outcome) << "): " << markdown_text(r.message) << "\n";
+      md << "- **" << r.clause->id << "** (" << to_string(r.backend) << ", " << to_string(r.outcome)
+         << "): " << markdown_text(r.message) << "\n";
     }
   };
   items("Failed MUST clauses", verdict.failures);

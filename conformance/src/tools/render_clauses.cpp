@@ -43,8 +43,8 @@ std::string render() {
   for (const Clause& clause : c.clauses()) {
     if (!clause.declared_level) continue;
     md << " " << clause.id << " is " << to_string(clause.level) << ", and "
-       << to_string(*clause.declared_level) << " for plugins declaring `"
-       << clause.optional->name << "`.";
+       << to_string(*clause.declared_level) << " for plugins declaring `" << clause.optional->name
+       << "`.";
   }
   md << "\n"
      << "- **Test name**: the GoogleTest/Boost.Test name of the clause's test.\n\n"

@@ -20,12 +20,12 @@
 // a plain set of flags. A version-1 plugin is rejected with a message asking for a rebuild.
 #pragma once
 
+#include <cstdint>
+#include <type_traits>
+
 #include "emm/base_memory_manager.hpp"
 #include "emm/host_only_memory_manager.hpp"
 #include "emm/plugin_declaration.hpp"
-
-#include <cstdint>
-#include <type_traits>
 
 namespace emm {
 
@@ -48,17 +48,17 @@ using PluginEntryPoint = const PluginDescriptor* (*)();
 
 }  // namespace emm
 
-#define EMM_EXPORT_MEMORY_MANAGER(Manager, Declaration)                                      \
-  static_assert(std::is_base_of_v<::emm::BaseCUDAMemoryManager, Manager>,                   \
-                "EMM_EXPORT_MEMORY_MANAGER: " #Manager                                      \
-                " must derive from emm::BaseCUDAMemoryManager");                            \
-  extern "C" __attribute__((visibility("default"))) const ::emm::PluginDescriptor*          \
-  emm_memory_manager_plugin() {                                                             \
-    static const ::emm::PluginDescriptor descriptor{                                        \
-        ::emm::kPluginAbiVersion, sizeof(::emm::PluginDescriptor), ::emm::kKitVersion,      \
-        ::emm::complete_declaration<Manager>(Declaration),                                  \
-        [](::emm::Context* context) -> ::emm::BaseCUDAMemoryManager* {                      \
-          return new Manager(context);                                                      \
-        }};                                                                                 \
-    return &descriptor;                                                                     \
+#define EMM_EXPORT_MEMORY_MANAGER(Manager, Declaration)                                \
+  static_assert(std::is_base_of_v<::emm::BaseCUDAMemoryManager, Manager>,              \
+                "EMM_EXPORT_MEMORY_MANAGER: " #Manager                                 \
+                " must derive from emm::BaseCUDAMemoryManager");                       \
+  extern "C" __attribute__((visibility("default"))) const ::emm::PluginDescriptor*     \
+  emm_memory_manager_plugin() {                                                        \
+    static const ::emm::PluginDescriptor descriptor{                                   \
+        ::emm::kPluginAbiVersion, sizeof(::emm::PluginDescriptor), ::emm::kKitVersion, \
+        ::emm::complete_declaration<Manager>(Declaration),                             \
+        [](::emm::Context* context) -> ::emm::BaseCUDAMemoryManager* {                 \
+          return new Manager(context);                                                 \
+        }};                                                                            \
+    return &descriptor;                                                                \
   }

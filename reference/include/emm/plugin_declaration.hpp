@@ -56,8 +56,7 @@ struct CapabilityField {
 inline constexpr std::array<CapabilityField, 6> kCapabilityFields{{
     {"memory_info", &Capabilities::memory_info,
      "get_memory_info() returns figures instead of throwing NotImplementedError"},
-    {"ipc", &Capabilities::ipc,
-     "get_ipc_handle() works instead of throwing NotImplementedError"},
+    {"ipc", &Capabilities::ipc, "get_ipc_handle() works instead of throwing NotImplementedError"},
     {"host_only_derived", &Capabilities::host_only_derived,
      "derived from HostOnlyCUDAMemoryManager (set from the type)"},
     {"thread_safe", &Capabilities::thread_safe,
@@ -89,7 +88,8 @@ struct PluginDeclaration {
 // `declaration` with host_only_derived taken from the type (declaring it by hand could lie).
 template <class Manager>
 constexpr PluginDeclaration complete_declaration(PluginDeclaration declaration) {
-  declaration.capabilities.host_only_derived = std::is_base_of_v<HostOnlyCUDAMemoryManager, Manager>;
+  declaration.capabilities.host_only_derived =
+      std::is_base_of_v<HostOnlyCUDAMemoryManager, Manager>;
   return declaration;
 }
 

@@ -11,11 +11,11 @@
 // finalizers after every context is gone, so unloading it is never safe.
 #pragma once
 
-#include "emm/plugin_abi.hpp"
-
 #include <functional>
 #include <memory>
 #include <string>
+
+#include "emm/plugin_abi.hpp"
 
 namespace emm {
 

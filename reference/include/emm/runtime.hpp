@@ -18,16 +18,16 @@
 // Thread-safety: all members are safe to call concurrently; contexts are created under a lock.
 #pragma once
 
-#include "emm/context.hpp"
-#include "emm/driver.hpp"
-#include "emm/plugin_loader.hpp"
-
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+
+#include "emm/context.hpp"
+#include "emm/driver.hpp"
+#include "emm/plugin_loader.hpp"
 
 namespace emm {
 

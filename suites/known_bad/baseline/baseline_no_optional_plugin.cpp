@@ -3,4 +3,5 @@
 // NotImplementedError).
 #include "baseline_pool.hpp"
 
-EMM_EXPORT_MEMORY_MANAGER(emm::zoo::BaselineNoOptional, emm::zoo::no_optional_declaration("known-bad zoo baseline (no optional)"))
+EMM_EXPORT_MEMORY_MANAGER(emm::zoo::BaselineNoOptional,
+                          emm::zoo::no_optional_declaration("known-bad zoo baseline (no optional)"))

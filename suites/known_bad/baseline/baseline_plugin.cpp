@@ -2,4 +2,5 @@
 // known-bad plugin fails because of its one defect.
 #include "baseline_pool.hpp"
 
-EMM_EXPORT_MEMORY_MANAGER(emm::zoo::BaselinePool, emm::zoo::baseline_declaration("known-bad zoo baseline"))
+EMM_EXPORT_MEMORY_MANAGER(emm::zoo::BaselinePool,
+                          emm::zoo::baseline_declaration("known-bad zoo baseline"))

@@ -69,15 +69,15 @@ class BaselineNoOptional : public BaselinePool {
 
 // What BaselinePool declares; a zoo plugin changes one field at most (DEFER-6, INFO-2, IPC-7).
 constexpr PluginDeclaration baseline_declaration(const char* name) {
-  return PluginDeclaration{
-      .name = name,
-      .capabilities = {.memory_info = true,
-                       .ipc = true,
-                       .thread_safe = true,
-                       .runs_on_fake_driver = true,
-                       .pooling = true},
-      .defer_cleanup_behaviour = "holds the host queue and keeps emptied slabs allocated until "
-                                 "the outermost guard ends, then frees them"};
+  return PluginDeclaration{.name = name,
+                           .capabilities = {.memory_info = true,
+                                            .ipc = true,
+                                            .thread_safe = true,
+                                            .runs_on_fake_driver = true,
+                                            .pooling = true},
+                           .defer_cleanup_behaviour =
+                               "holds the host queue and keeps emptied slabs allocated until "
+                               "the outermost guard ends, then frees them"};
 }
 
 // The baseline declaring neither memory info nor IPC (BaselineNoOptional).

@@ -29,4 +29,5 @@ class Plugin : public emm::zoo::BaselinePool {
 
 }  // namespace
 
-EMM_EXPORT_MEMORY_MANAGER(Plugin, emm::zoo::baseline_declaration("known-bad ALLOC-11 16-byte aligned pointers"))
+EMM_EXPORT_MEMORY_MANAGER(
+    Plugin, emm::zoo::baseline_declaration("known-bad ALLOC-11 16-byte aligned pointers"))

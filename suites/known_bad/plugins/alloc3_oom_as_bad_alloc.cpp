@@ -22,4 +22,5 @@ class Plugin : public emm::zoo::BaselinePool {
 
 }  // namespace
 
-EMM_EXPORT_MEMORY_MANAGER(Plugin, emm::zoo::baseline_declaration("known-bad ALLOC-3 OOM as bad_alloc"))
+EMM_EXPORT_MEMORY_MANAGER(Plugin,
+                          emm::zoo::baseline_declaration("known-bad ALLOC-3 OOM as bad_alloc"))

@@ -14,4 +14,5 @@ class Plugin : public emm::zoo::BaselinePool {
 
 }  // namespace
 
-EMM_EXPORT_MEMORY_MANAGER(Plugin, emm::zoo::baseline_declaration("known-bad ALLOC-6 mapped memhostalloc returns pinned"))
+EMM_EXPORT_MEMORY_MANAGER(
+    Plugin, emm::zoo::baseline_declaration("known-bad ALLOC-6 mapped memhostalloc returns pinned"))

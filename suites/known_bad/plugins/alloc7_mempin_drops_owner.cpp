@@ -15,4 +15,5 @@ class Plugin : public emm::zoo::BaselinePool {
 
 }  // namespace
 
-EMM_EXPORT_MEMORY_MANAGER(Plugin, emm::zoo::baseline_declaration("known-bad ALLOC-7 mempin drops its owner"))
+EMM_EXPORT_MEMORY_MANAGER(
+    Plugin, emm::zoo::baseline_declaration("known-bad ALLOC-7 mempin drops its owner"))

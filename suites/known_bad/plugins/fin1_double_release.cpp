@@ -22,4 +22,5 @@ class Plugin : public emm::zoo::BaselinePool {
 
 }  // namespace
 
-EMM_EXPORT_MEMORY_MANAGER(Plugin, emm::zoo::baseline_declaration("known-bad FIN-1 block released twice"))
+EMM_EXPORT_MEMORY_MANAGER(Plugin,
+                          emm::zoo::baseline_declaration("known-bad FIN-1 block released twice"))

@@ -12,4 +12,5 @@ class Plugin : public emm::zoo::BaselineNoOptional {
 
 }  // namespace
 
-EMM_EXPORT_MEMORY_MANAGER(Plugin, emm::zoo::no_optional_declaration("known-bad INFO-2 returns zeros"))
+EMM_EXPORT_MEMORY_MANAGER(Plugin,
+                          emm::zoo::no_optional_declaration("known-bad INFO-2 returns zeros"))

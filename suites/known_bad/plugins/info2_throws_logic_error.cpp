@@ -16,4 +16,5 @@ class Plugin : public emm::zoo::BaselineNoOptional {
 
 }  // namespace
 
-EMM_EXPORT_MEMORY_MANAGER(Plugin, emm::zoo::no_optional_declaration("known-bad INFO-2 throws std::logic_error"))
+EMM_EXPORT_MEMORY_MANAGER(
+    Plugin, emm::zoo::no_optional_declaration("known-bad INFO-2 throws std::logic_error"))

@@ -14,4 +14,5 @@ class Plugin : public emm::zoo::BaselineNoOptional {
 
 }  // namespace
 
-EMM_EXPORT_MEMORY_MANAGER(Plugin, emm::zoo::no_optional_declaration("known-bad IPC-7 returns a handle undeclared"))
+EMM_EXPORT_MEMORY_MANAGER(
+    Plugin, emm::zoo::no_optional_declaration("known-bad IPC-7 returns a handle undeclared"))

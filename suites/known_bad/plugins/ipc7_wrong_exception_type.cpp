@@ -15,4 +15,5 @@ class Plugin : public emm::zoo::BaselineNoOptional {
 
 }  // namespace
 
-EMM_EXPORT_MEMORY_MANAGER(Plugin, emm::zoo::no_optional_declaration("known-bad IPC-7 wrong exception type"))
+EMM_EXPORT_MEMORY_MANAGER(Plugin,
+                          emm::zoo::no_optional_declaration("known-bad IPC-7 wrong exception type"))

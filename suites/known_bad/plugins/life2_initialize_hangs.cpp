@@ -23,4 +23,5 @@ class Plugin : public emm::zoo::BaselinePool {
 
 }  // namespace
 
-EMM_EXPORT_MEMORY_MANAGER(Plugin, emm::zoo::baseline_declaration("known-bad timeout: initialize hangs"))
+EMM_EXPORT_MEMORY_MANAGER(Plugin,
+                          emm::zoo::baseline_declaration("known-bad timeout: initialize hangs"))

@@ -17,4 +17,5 @@ class Plugin : public emm::zoo::BaselinePool {
 
 }  // namespace
 
-EMM_EXPORT_MEMORY_MANAGER(Plugin, emm::zoo::baseline_declaration("known-bad LIFE-4 constructor queries the device"))
+EMM_EXPORT_MEMORY_MANAGER(
+    Plugin, emm::zoo::baseline_declaration("known-bad LIFE-4 constructor queries the device"))

@@ -27,4 +27,5 @@ class Plugin : public emm::zoo::BaselinePool {
 
 }  // namespace
 
-EMM_EXPORT_MEMORY_MANAGER(Plugin, emm::zoo::baseline_declaration("known-bad LIFE-5 reset before initialize segfaults"))
+EMM_EXPORT_MEMORY_MANAGER(
+    Plugin, emm::zoo::baseline_declaration("known-bad LIFE-5 reset before initialize segfaults"))

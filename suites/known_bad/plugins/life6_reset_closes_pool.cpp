@@ -30,4 +30,5 @@ class Plugin : public emm::zoo::BaselinePool {
 
 }  // namespace
 
-EMM_EXPORT_MEMORY_MANAGER(Plugin, emm::zoo::baseline_declaration("known-bad LIFE-6 unusable after reset"))
+EMM_EXPORT_MEMORY_MANAGER(Plugin,
+                          emm::zoo::baseline_declaration("known-bad LIFE-6 unusable after reset"))

@@ -23,4 +23,5 @@ class Plugin : public emm::zoo::BaselinePool {
 
 }  // namespace
 
-EMM_EXPORT_MEMORY_MANAGER(Plugin, emm::zoo::baseline_declaration("known-bad LIFE-7 reset leaks its slabs"))
+EMM_EXPORT_MEMORY_MANAGER(Plugin,
+                          emm::zoo::baseline_declaration("known-bad LIFE-7 reset leaks its slabs"))

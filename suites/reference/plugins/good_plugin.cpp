@@ -12,8 +12,8 @@ class GoodTestPlugin : public emm::NumbaCUDAMemoryManager {
 
 }  // namespace emm_test_plugins
 
-EMM_EXPORT_MEMORY_MANAGER(emm_test_plugins::GoodTestPlugin,
-                          (emm::PluginDeclaration{
-                              .name = "good-test-plugin",
-                              .capabilities = {.memory_info = true, .ipc = true, .thread_safe = true},
-                              .defer_cleanup_behaviour = "as the default manager"}))
+EMM_EXPORT_MEMORY_MANAGER(
+    emm_test_plugins::GoodTestPlugin,
+    (emm::PluginDeclaration{.name = "good-test-plugin",
+                            .capabilities = {.memory_info = true, .ipc = true, .thread_safe = true},
+                            .defer_cleanup_behaviour = "as the default manager"}))

@@ -58,8 +58,9 @@ class Backend {
   virtual std::optional<std::size_t> host_allocation_count() = 0;
   virtual std::optional<std::size_t> host_registration_count() = 0;
 
-  // --- what the driver saw go wrong ----------------------------------------------------------------
-  // Frees, unregisters and closes of something not live (double frees), so far.
+  // --- what the driver saw go wrong
+  // ---------------------------------------------------------------- Frees, unregisters and closes
+  // of something not live (double frees), so far.
   virtual std::optional<std::size_t> invalid_frees() = 0;
   // Copies and memsets that touched bytes outside any live allocation, so far.
   virtual std::optional<std::size_t> invalid_accesses() = 0;

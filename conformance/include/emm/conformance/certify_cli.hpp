@@ -1,4 +1,4 @@
-// emm/conformance/certify_cli.hpp — emm-certify's command line (spec §5) and its entry point.
+// emm/conformance/certify_cli.hpp — emm-certify's command line (spec §5).
 //
 //   emm-certify --plugin PATH.so [--backend fake|gpu|all] [--only ID[,ID...]]
 //               [--json FILE] [--junit FILE] [--markdown FILE] [--list] [--timeout-s N]
@@ -7,12 +7,11 @@
 // `--backend gpu` on a machine without a GPU), 2 usage error or plugin could not be loaded.
 // `--list` needs no plugin. `--only` takes plugin clause ids from the catalogue.
 //
-// parse_certify_args is pure (unit-tested); certify_main does the work: it forks one child
-// per (clause, backend) so a crashing or hanging plugin cannot take the run down, and it never
-// initialises CUDA itself (the GPU is probed and used in children only).
+//   CertifyOptions options = parse_certify_args(arguments);   // throws UsageError
+//
+// Pure functions (unit-tested); certify.hpp runs the certification the options describe.
 #pragma once
 
-#include <ostream>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -45,11 +44,5 @@ struct CertifyOptions {
 // Parses the arguments after the program name. Throws UsageError.
 CertifyOptions parse_certify_args(std::span<const std::string_view> args);
 std::string certify_usage();
-
-inline constexpr int kExitCertified = 0;
-inline constexpr int kExitNotCertified = 1;
-inline constexpr int kExitUsage = 2;
-
-int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err);
 
 }  // namespace emm::conformance

@@ -85,7 +85,7 @@ TYPED_TEST_SUITE_P(EmmConformance);
 
 // One test per plugin clause of the catalogue (EMM_PLUGIN_CLAUSES is generated from
 // conformance/catalogue.tsv); the golden-list test checks the compiled list against it.
-#define EMM_CONFORMANCE_CLAUSE_TEST_(Key, ClauseId, TestName)  \
+#define EMM_CONFORMANCE_CLAUSE_TEST_(Key, ClauseId, TestName)   \
   TYPED_TEST_P(EmmConformance, TestName) {                      \
     ::emm::conformance::gtest_detail::run<TypeParam>(ClauseId); \
   }

@@ -48,7 +48,7 @@ std::string describe_signal(int signal);
 // The ClauseResult a child report stands for: the decoded payload when it finished with a result
 // for exactly `clause` on `backend`, else a crash/timeout result for them whose message starts
 // "[<clause>] " and says what was seen.
-ClauseResult result_from_child(const ChildReport& report, const Clause& clause,
-                               BackendKind backend, Level level, int timeout_s);
+ClauseResult result_from_child(const ChildReport& report, const Clause& clause, BackendKind backend,
+                               Level level, int timeout_s);
 
 }  // namespace emm::conformance

@@ -70,9 +70,8 @@ PluginSubject subject_from_traits() {
       return std::make_unique<Plugin>(context);
     };
   }
-  return PluginSubject{
-      PluginDescription::from(complete_declaration<Plugin>(Traits::declaration)),
-      std::move(factory)};
+  return PluginSubject{PluginDescription::from(complete_declaration<Plugin>(Traits::declaration)),
+                       std::move(factory)};
 }
 
 inline PluginSubject subject_from_library(const LoadedPlugin& plugin) {
@@ -82,11 +81,10 @@ inline PluginSubject subject_from_library(const LoadedPlugin& plugin) {
 
 inline PluginDescription PluginDescription::from(const PluginDeclaration& declaration,
                                                  std::string path) {
-  return PluginDescription{declaration.name != nullptr ? declaration.name : "", std::move(path),
-                           declaration.capabilities,
-                           declaration.defer_cleanup_behaviour != nullptr
-                               ? declaration.defer_cleanup_behaviour
-                               : ""};
+  return PluginDescription{
+      declaration.name != nullptr ? declaration.name : "", std::move(path),
+      declaration.capabilities,
+      declaration.defer_cleanup_behaviour != nullptr ? declaration.defer_cleanup_behaviour : ""};
 }
 
 }  // namespace emm::conformance
