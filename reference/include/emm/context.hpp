@@ -24,6 +24,8 @@
 #include "emm/base_memory_manager.hpp"
 #include "emm/driver.hpp"
 #include "emm/pending_deallocs.hpp"
+#include "emm/event.hpp"
+#include "emm/module.hpp"
 #include "emm/stream.hpp"
 
 #include <atomic>
