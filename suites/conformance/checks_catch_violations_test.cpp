@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <emm/conformance/run_clause.hpp>
+#include <emm/conformance/testing/expect_throw.hpp>
 #include <emm/errors.hpp>
 #include <emm/fake/fake_driver.hpp>
 #include <emm/numba_memory_manager.hpp>
@@ -242,22 +243,12 @@ TEST(ChecksCatchViolations, GpuBackendWithoutAGpuIsNotSupportedWithTheReason) {
 TEST(ClauseRunVerdict, NotSupportedOnAMandatoryClauseIsAFailure) {
   const PluginSubject s = subject<NumbaCUDAMemoryManager>();
   ClauseRun run(*catalogue().find("LIFE-2"), s, Backend::fake, std::make_shared<FakeDriver>());
-  try {
-    run.not_supported("no reason");
-    FAIL() << "not_supported returned";
-  } catch (const ClauseFailure& failure) {
-    EXPECT_STREQ(failure.what(),
-                 "[LIFE-2] not supported (no reason), but LIFE-2 is not optional: an undeclared "
-                 "NotImplementedError is a failure");
-  }
+  EMM_EXPECT_THROW(ClauseFailure, run.not_supported("no reason"),
+                   "[LIFE-2] not supported (no reason), but LIFE-2 is not optional: an undeclared "
+                   "NotImplementedError is a failure");
   ClauseRun ipc(*catalogue().find("IPC-1"), s, Backend::fake, std::make_shared<FakeDriver>());
-  try {
-    ipc.not_supported("no reason");
-    FAIL() << "not_supported returned";
-  } catch (const ClauseFailure& failure) {
-    EXPECT_STREQ(failure.what(),
-                 "[IPC-1] not supported (no reason) although the plugin declares ipc=true");
-  }
+  EMM_EXPECT_THROW(ClauseFailure, ipc.not_supported("no reason"),
+                   "[IPC-1] not supported (no reason) although the plugin declares ipc=true");
 }
 
 }  // namespace

@@ -5,21 +5,12 @@
 #include <emm/conformance/isolation.hpp>
 #include <emm/conformance/json_writer.hpp>
 #include <emm/conformance/report.hpp>
+#include <emm/conformance/testing/expect_throw.hpp>
 #include <emm/errors.hpp>
 #include <string>
 
 namespace emm::conformance {
 namespace {
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "no error";
-}
 
 ClauseResult result(std::string clause, std::string backend, Level level, Outcome outcome,
                     std::string message = "") {
@@ -85,16 +76,16 @@ TEST(JsonWriter, PrettyPrintsWithTwoSpaces) {
 }
 
 TEST(JsonWriter, RejectsMisuse) {
-  EXPECT_EQ(error_of([] { JsonWriter().begin_object().value(1); }),
-            "JsonWriter: a value inside an object needs a key first");
-  EXPECT_EQ(error_of([] { JsonWriter().key("a"); }),
-            "JsonWriter: key() outside an object or where a value is expected");
-  EXPECT_EQ(error_of([] { JsonWriter().begin_array().end_object(); }),
-            "JsonWriter: end_object() without a matching begin_object() or after a key");
-  EXPECT_EQ(error_of([] { (void)JsonWriter().begin_array().str(); }),
-            "JsonWriter: an object or array is still open");
-  EXPECT_EQ(error_of([] { JsonWriter().value(1).value(2); }),
-            "JsonWriter: the document is already complete");
+  EMM_EXPECT_THROW(Error, JsonWriter().begin_object().value(1),
+                   "JsonWriter: a value inside an object needs a key first");
+  EMM_EXPECT_THROW(Error, JsonWriter().key("a"),
+                   "JsonWriter: key() outside an object or where a value is expected");
+  EMM_EXPECT_THROW(Error, JsonWriter().begin_array().end_object(),
+                   "JsonWriter: end_object() without a matching begin_object() or after a key");
+  EMM_EXPECT_THROW(Error, (void)JsonWriter().begin_array().str(),
+                   "JsonWriter: an object or array is still open");
+  EMM_EXPECT_THROW(Error, JsonWriter().value(1).value(2),
+                   "JsonWriter: the document is already complete");
 }
 
 TEST(JsonWriter, SanitizesInvalidUtf8) {

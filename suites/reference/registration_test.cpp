@@ -73,7 +73,7 @@ std::size_t total_driver_calls(const FakeDriver& fake) {
 TEST(Registration, REG_1_RejectsInterfaceVersion2AndKeepsThePreviousManager) {
   EMM_CLAUSE("REG-1");
   auto fake = std::make_shared<FakeDriver>();
-  Runtime runtime(fake, test::no_env());
+  Runtime runtime(fake, RuntimeOptions::hermetic());
   runtime.set_memory_manager<PluginA>();
 
   auto error = EMM_EXPECT_THROW(InterfaceVersionError, runtime.set_memory_manager(versioned(2)),
@@ -88,7 +88,7 @@ TEST(Registration, REG_1_RejectsInterfaceVersion2AndKeepsThePreviousManager) {
 
 TEST(Registration, REG_1_RejectionBeforeAnyRegistrationKeepsTheDefaultManager) {
   EMM_CLAUSE("REG-1");
-  Runtime runtime(std::make_shared<FakeDriver>(), test::no_env());
+  Runtime runtime(std::make_shared<FakeDriver>(), RuntimeOptions::hermetic());
   EMM_EXPECT_THROW(InterfaceVersionError, runtime.set_memory_manager(versioned(2)),
                    StrEq("EMM Plugin interface has version 2 - version 1 required"));
   EXPECT_EQ(runtime.memory_manager_source(), "default");
@@ -98,7 +98,7 @@ TEST(Registration, REG_1_RejectionBeforeAnyRegistrationKeepsTheDefaultManager) {
 
 TEST(Registration, REG_1_AnyVersionButOneIsRejected) {
   EMM_CLAUSE("REG-1");
-  Runtime runtime(std::make_shared<FakeDriver>(), test::no_env());
+  Runtime runtime(std::make_shared<FakeDriver>(), RuntimeOptions::hermetic());
   for (int version : {0, -1, 3, 100}) {
     SCOPED_TRACE("interface_version " + std::to_string(version));
     auto error =
@@ -117,7 +117,7 @@ TEST(Registration, REG_1_AnyVersionButOneIsRejected) {
 TEST(Registration, REG_2_SetMemoryManagerBuildsOneThrowAwayInstanceWithNullContext) {
   EMM_CLAUSE("REG-2");
   auto fake = std::make_shared<FakeDriver>();
-  Runtime runtime(fake, test::no_env());
+  Runtime runtime(fake, RuntimeOptions::hermetic());
   auto journal = std::make_shared<test::Journal>();
   fake->reset_call_counts();
 
@@ -140,7 +140,7 @@ TEST(Registration, REG_2_SetMemoryManagerBuildsOneThrowAwayInstanceWithNullConte
 
 TEST(Registration, REG_2_RejectedProbeIsAlsoDestroyed) {
   EMM_CLAUSE("REG-2");
-  Runtime runtime(std::make_shared<FakeDriver>(), test::no_env());
+  Runtime runtime(std::make_shared<FakeDriver>(), RuntimeOptions::hermetic());
   int constructed = 0;
   int with_context = 0;
   EMM_EXPECT_THROW(InterfaceVersionError, runtime.set_memory_manager([&](Context* context) {
@@ -193,7 +193,7 @@ TEST(Registration, REG_3_EnvironmentIsReadAtFirstContextCreationNotAtConstructio
 TEST(Registration, REG_3_DefaultValueSelectsTheBuiltInManager) {
   EMM_CLAUSE("REG-3");
   Runtime runtime(std::make_shared<FakeDriver>(),
-                  test::no_env({{kMemoryManagerEnvVar, "default"}}));
+                  RuntimeOptions::hermetic({{kMemoryManagerEnvVar, "default"}}));
   Context& context = runtime.get_context(0);
   EXPECT_TRUE(served_by<NumbaCUDAMemoryManager>(context)) << "served by " << type_name(context);
   EXPECT_EQ(runtime.memory_manager_source(), "default");
@@ -201,7 +201,8 @@ TEST(Registration, REG_3_DefaultValueSelectsTheBuiltInManager) {
 
 TEST(Registration, REG_3_GoodPluginServesEveryNewContextAlsoAfterClose) {
   EMM_CLAUSE("REG-3");
-  Runtime runtime(two_device_fake(), test::no_env({{kMemoryManagerEnvVar, EMM_TEST_PLUGIN_GOOD}}));
+  Runtime runtime(two_device_fake(),
+                  RuntimeOptions::hermetic({{kMemoryManagerEnvVar, EMM_TEST_PLUGIN_GOOD}}));
   EXPECT_THAT(type_name(runtime.get_context(0)), HasSubstr("GoodTestPlugin"));
   EXPECT_THAT(type_name(runtime.get_context(1)), HasSubstr("GoodTestPlugin"));
   runtime.close();
@@ -214,7 +215,7 @@ void expect_env_failure(const std::string& value,
                         const ::testing::Matcher<const std::string&>& cause) {
   auto fake = std::make_shared<FakeDriver>();
   std::optional<Runtime> runtime;
-  ASSERT_NO_THROW(runtime.emplace(fake, test::no_env({{kMemoryManagerEnvVar, value}})))
+  ASSERT_NO_THROW(runtime.emplace(fake, RuntimeOptions::hermetic({{kMemoryManagerEnvVar, value}})))
       << "a bad EMM_CUDA_MEMORY_MANAGER must not fail before the first context creation";
   auto error =
       EMM_EXPECT_THROW(PluginLoadError, runtime->get_context(0),
@@ -296,7 +297,7 @@ TEST(Registration, REG_3_RealProcessEnvironmentIsReadLazily) {
 TEST(Registration, REG_4_SetMemoryManagerWarnsAndIsIgnoredWhenEnvironmentIsSet) {
   EMM_CLAUSE("REG-4");
   Runtime runtime(std::make_shared<FakeDriver>(),
-                  test::no_env({{kMemoryManagerEnvVar, EMM_TEST_PLUGIN_GOOD}}));
+                  RuntimeOptions::hermetic({{kMemoryManagerEnvVar, EMM_TEST_PLUGIN_GOOD}}));
   Diagnostics::Capture capture;
   EXPECT_NO_THROW(runtime.set_memory_manager<PluginA>());
 
@@ -314,7 +315,7 @@ TEST(Registration, REG_4_SetMemoryManagerWarnsAndIsIgnoredWhenEnvironmentIsSet) 
 TEST(Registration, REG_4_EnvironmentSetToDefaultAlsoWins) {
   EMM_CLAUSE("REG-4");
   Runtime runtime(std::make_shared<FakeDriver>(),
-                  test::no_env({{kMemoryManagerEnvVar, "default"}}));
+                  RuntimeOptions::hermetic({{kMemoryManagerEnvVar, "default"}}));
   Diagnostics::Capture capture;
   runtime.set_memory_manager<PluginA>();
   EXPECT_EQ(capture.count(DiagnosticEvent::Kind::warning), 1u);
@@ -324,7 +325,7 @@ TEST(Registration, REG_4_EnvironmentSetToDefaultAlsoWins) {
 TEST(Registration, REG_4_IgnoredCallDoesNotEvenProbeTheFactory) {
   EMM_CLAUSE("REG-4");
   Runtime runtime(std::make_shared<FakeDriver>(),
-                  test::no_env({{kMemoryManagerEnvVar, "default"}}));
+                  RuntimeOptions::hermetic({{kMemoryManagerEnvVar, "default"}}));
   Diagnostics::Capture capture;
   // Ignored means ignored: even a plugin of the wrong version is neither built nor rejected.
   int constructed = 0;
@@ -340,7 +341,7 @@ TEST(Registration, REG_4_IgnoredCallDoesNotEvenProbeTheFactory) {
 
 TEST(Registration, REG_5_NewManagerAffectsOnlyContextsCreatedAfterIt) {
   EMM_CLAUSE("REG-5");
-  Runtime runtime(two_device_fake(), test::no_env());
+  Runtime runtime(two_device_fake(), RuntimeOptions::hermetic());
   runtime.set_memory_manager<PluginA>();
   Context& first = runtime.get_context(0);
   BaseCUDAMemoryManager* first_manager = &first.memory_manager();
@@ -361,7 +362,7 @@ TEST(Registration, REG_5_NewManagerAffectsOnlyContextsCreatedAfterIt) {
 
 TEST(Registration, REG_5_DefaultContextIsKeptUntilClose) {
   EMM_CLAUSE("REG-5");
-  Runtime runtime(std::make_shared<FakeDriver>(), test::no_env());
+  Runtime runtime(std::make_shared<FakeDriver>(), RuntimeOptions::hermetic());
   auto memory = runtime.get_context(0).memalloc(256);
   runtime.set_memory_manager<PluginA>();
   EXPECT_TRUE(served_by<NumbaCUDAMemoryManager>(runtime.get_context(0)));
@@ -421,7 +422,7 @@ TEST(Registration, REG_6_LoaderReadsAGoodPluginsDescriptor) {
   EXPECT_EQ(probe->interface_version(), 1);
   EXPECT_EQ(probe->context(), nullptr);
 
-  Runtime runtime(std::make_shared<FakeDriver>(), test::no_env());
+  Runtime runtime(std::make_shared<FakeDriver>(), RuntimeOptions::hermetic());
   runtime.set_memory_manager(plugin.factory());
   EXPECT_THAT(type_name(runtime.get_context(0)), HasSubstr("GoodTestPlugin"));
 }

@@ -3,8 +3,6 @@
 #include <cstdio>
 #include <exception>
 #include <memory>
-#include <optional>
-#include <string>
 
 #include "emm/fake/fake_driver.hpp"
 #include "emm/runtime.hpp"
@@ -20,9 +18,7 @@ int run() {
   auto driver = std::make_shared<emm::FakeDriver>();
   {
     // An empty environment: EMM_CUDA_MEMORY_MANAGER in the caller's must not pick the manager.
-    emm::RuntimeOptions options;
-    options.getenv = [](const char*) { return std::optional<std::string>{}; };
-    emm::Runtime runtime(driver, options);
+    emm::Runtime runtime(driver, emm::RuntimeOptions::hermetic());
     emm::Context& context = runtime.get_context(0);
     if (runtime.memory_manager_source() != "default") {
       return fail("expected the default memory manager");
