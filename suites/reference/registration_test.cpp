@@ -1,5 +1,6 @@
 // REG-1..REG-6: registering a memory manager, by code and through EMM_CUDA_MEMORY_MANAGER, and
-// loading plugin libraries (spec 2.6, 2.7). The plugins loaded here are built in plugins/.
+// loading plugin libraries (spec 2.6, 2.7). The plugin libraries loaded here are the known-bad
+// zoo's (suites/known_bad): its baseline as the working plugin, and one library per defect.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -183,7 +184,7 @@ TEST(Registration, REG_3_EnvironmentIsReadAtFirstContextCreationNotAtConstructio
 
   Context& context = runtime.get_context(0);
   EXPECT_GE(env.manager_lookups(), 1u);
-  EXPECT_THAT(type_name(context), HasSubstr("GoodTestPlugin"));
+  EXPECT_THAT(type_name(context), HasSubstr("BaselinePool"));
   EXPECT_EQ(runtime.memory_manager_source(), EMM_TEST_PLUGIN_GOOD);
   EXPECT_EQ(context.memory_manager().context(), &context);
   auto memory = context.memalloc(4096);  // the library's manager really serves it
@@ -203,10 +204,10 @@ TEST(Registration, REG_3_GoodPluginServesEveryNewContextAlsoAfterClose) {
   EMM_CLAUSE("REG-3");
   Runtime runtime(two_device_fake(),
                   RuntimeOptions::hermetic({{kMemoryManagerEnvVar, EMM_TEST_PLUGIN_GOOD}}));
-  EXPECT_THAT(type_name(runtime.get_context(0)), HasSubstr("GoodTestPlugin"));
-  EXPECT_THAT(type_name(runtime.get_context(1)), HasSubstr("GoodTestPlugin"));
+  EXPECT_THAT(type_name(runtime.get_context(0)), HasSubstr("BaselinePool"));
+  EXPECT_THAT(type_name(runtime.get_context(1)), HasSubstr("BaselinePool"));
   runtime.close();
-  EXPECT_THAT(type_name(runtime.get_context(0)), HasSubstr("GoodTestPlugin"));
+  EXPECT_THAT(type_name(runtime.get_context(0)), HasSubstr("BaselinePool"));
 }
 
 // The failure modes: each a PluginLoadError "Failed to use memory manager from <value>: <cause>"
@@ -246,7 +247,8 @@ TEST(Registration, REG_3_LibraryWithoutEntryPointIsAPluginLoadError) {
 
 TEST(Registration, REG_3_UnknownAbiVersionIsAPluginLoadError) {
   EMM_CLAUSE("REG-3");
-  expect_env_failure(EMM_TEST_PLUGIN_BAD_ABI, HasSubstr("ABI version 99"));
+  expect_env_failure(EMM_TEST_PLUGIN_BAD_ABI,
+                     HasSubstr("ABI version " + std::to_string(kPluginAbiVersion + 1)));
 }
 
 TEST(Registration, REG_3_InterfaceVersion2IsAPluginLoadError) {
@@ -255,10 +257,16 @@ TEST(Registration, REG_3_InterfaceVersion2IsAPluginLoadError) {
                      HasSubstr("EMM Plugin interface has version 2 - version 1 required"));
 }
 
+TEST(Registration, REG_3_ConstructorThrowingForTheProbeIsAPluginLoadError) {
+  EMM_CLAUSE("REG-3");
+  expect_env_failure(EMM_TEST_PLUGIN_PROBE_THROWS, HasSubstr("this memory manager has no context"));
+}
+
 TEST(Registration, REG_3_ThrowingConstructorIsAPluginLoadError) {
   EMM_CLAUSE("REG-3");
   expect_env_failure(EMM_TEST_PLUGIN_CTOR_THROWS,
-                     HasSubstr("ThrowingTestPlugin refuses to be constructed"));
+                     HasSubstr("the plugin constructor threw: the known-bad LIFE-4 plugin "
+                               "refuses to be built for a context"));
 }
 
 // Restores one real environment variable when the test ends.
@@ -288,7 +296,7 @@ TEST(Registration, REG_3_RealProcessEnvironmentIsReadLazily) {
   // Set after construction: only a lazy read at the first context creation can see it.
   ASSERT_EQ(::setenv(kMemoryManagerEnvVar, EMM_TEST_PLUGIN_GOOD, 1), 0);
   Context& context = runtime.get_context(0);
-  EXPECT_THAT(type_name(context), HasSubstr("GoodTestPlugin"));
+  EXPECT_THAT(type_name(context), HasSubstr("BaselinePool"));
   EXPECT_EQ(runtime.memory_manager_source(), EMM_TEST_PLUGIN_GOOD);
 }
 
@@ -307,7 +315,7 @@ TEST(Registration, REG_4_SetMemoryManagerWarnsAndIsIgnoredWhenEnvironmentIsSet) 
   EXPECT_THAT(events[0].where + " " + events[0].message, HasSubstr(kMemoryManagerEnvVar));
 
   Context& context = runtime.get_context(0);
-  EXPECT_THAT(type_name(context), HasSubstr("GoodTestPlugin"));
+  EXPECT_THAT(type_name(context), HasSubstr("BaselinePool"));
   EXPECT_FALSE(served_by<PluginA>(context));
   EXPECT_EQ(runtime.memory_manager_source(), EMM_TEST_PLUGIN_GOOD);
 }
@@ -379,7 +387,8 @@ TEST(Registration, REG_6_LoaderRejectsUnknownAbiVersion) {
   auto error =
       EMM_EXPECT_THROW(PluginLoadError, load_plugin(path),
                        AllOf(StartsWith("Failed to use memory manager from " + path + ": "),
-                             HasSubstr("ABI version 99"), HasSubstr("rebuild")));
+                             HasSubstr("ABI version " + std::to_string(kPluginAbiVersion + 1)),
+                             HasSubstr("rebuild")));
   ASSERT_TRUE(error);
   EXPECT_EQ(error->value(), path);
 }
@@ -410,12 +419,14 @@ TEST(Registration, REG_6_LoaderReadsAGoodPluginsDescriptor) {
   EXPECT_EQ(plugin.path, EMM_TEST_PLUGIN_GOOD);
   ASSERT_NE(plugin.descriptor, nullptr);
   EXPECT_EQ(plugin.descriptor->abi_version, kPluginAbiVersion);
-  EXPECT_STREQ(plugin.name(), "good-test-plugin");
+  EXPECT_STREQ(plugin.name(), "known-bad zoo baseline");
   EXPECT_TRUE(plugin.capabilities().memory_info);
   EXPECT_TRUE(plugin.capabilities().ipc);
   EXPECT_TRUE(plugin.capabilities().thread_safe);
   EXPECT_TRUE(plugin.capabilities().host_only_derived) << "filled in from the type by the macro";
-  EXPECT_STREQ(plugin.capabilities().defer_cleanup_behaviour, "as the default manager");
+  EXPECT_STREQ(plugin.capabilities().defer_cleanup_behaviour,
+               "holds the host queue and keeps emptied slabs allocated until the outermost guard "
+               "ends, then frees them");
 
   auto probe = plugin.factory()(nullptr);
   ASSERT_NE(probe, nullptr);
@@ -424,7 +435,7 @@ TEST(Registration, REG_6_LoaderReadsAGoodPluginsDescriptor) {
 
   Runtime runtime(std::make_shared<FakeDriver>(), RuntimeOptions::hermetic());
   runtime.set_memory_manager(plugin.factory());
-  EXPECT_THAT(type_name(runtime.get_context(0)), HasSubstr("GoodTestPlugin"));
+  EXPECT_THAT(type_name(runtime.get_context(0)), HasSubstr("BaselinePool"));
 }
 
 }  // namespace
