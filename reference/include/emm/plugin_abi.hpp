@@ -19,6 +19,7 @@
 
 #include "emm/base_memory_manager.hpp"
 #include "emm/host_only_memory_manager.hpp"
+#include "emm/version.hpp"  // kKitVersion, the kit version plugins were built against
 
 #include <cstdint>
 #include <type_traits>
@@ -48,8 +49,6 @@ struct Capabilities {
 
 inline constexpr std::uint32_t kPluginAbiVersion = 1;
 inline constexpr const char* kPluginEntryPoint = "emm_memory_manager_plugin";
-// The kit version plugins were built against (also in reports).
-inline constexpr const char* kKitVersion = "0.1.0";
 
 struct PluginDescriptor {
   std::uint32_t abi_version;      // kPluginAbiVersion at the plugin's build

@@ -3,9 +3,11 @@
 #include <cstdio>
 #include <exception>
 #include <memory>
+#include <string_view>
 
 #include "emm/fake/fake_driver.hpp"
 #include "emm/runtime.hpp"
+#include "emm/version.hpp"
 
 namespace {
 
@@ -15,6 +17,10 @@ int fail(const char* what) {
 }
 
 int run() {
+  // The installed emm/version.hpp and the package find_package() found are one version.
+  if (std::string_view(emm::kKitVersion) != EMMKIT_PACKAGE_VERSION) {
+    return fail("emm/version.hpp's kKitVersion differs from the emmkit package version");
+  }
   auto driver = std::make_shared<emm::FakeDriver>();
   {
     // An empty environment: EMM_CUDA_MEMORY_MANAGER in the caller's must not pick the manager.
