@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the benchmarks in the release preset, runs every emm_bench_* executable on the fake
-# backend and (when one is present) the GPU, and writes docs/performance.md with its plot
-# (issue 5). Meant for a machine with a GPU; without one the GPU rows say why they did not run.
+# backend and (when one is present) the GPU, and writes docs/performance.md with its plot and
+# the kit's performance targets. Meant for a machine with a GPU; without one the GPU rows say why
+# they did not run.
 #
 #   scripts/bench.sh [--no-build] [--bin-dir DIR] [--filter REGEX]
 #

@@ -34,8 +34,20 @@ pack() {
   done
 }
 
+# The fully versioned libemm_reference (libemm_reference.so.<project version>) of build tree $1:
+# the file its SONAME link points to, so the version is read from the build, not written here.
+versioned_reference() {
+  local target
+  target="$(readlink "$1/reference/libemm_reference.so.0")" || {
+    echo "gpu-bundle: $1/reference/libemm_reference.so.0 is not a link (not built?)" >&2
+    return 1
+  }
+  echo "reference/$target"
+}
+
+reference_so="$(versioned_reference "$build")"
 files=(
-  reference/libemm_reference.so reference/libemm_reference.so.0 "reference/libemm_reference.so.0.1.0"
+  reference/libemm_reference.so reference/libemm_reference.so.0 "$reference_so"
   conformance/emm-certify conformance/emm-ipc-importer conformance/libemm_reference_plugin.so
   suites/gpu/emm_gpu_driver_tests suites/gpu/libemm_stub_cuda_driver_v1.so
   suites/gpu/libemm_stub_cuda_driver_v2.so
@@ -52,8 +64,9 @@ pack "$build" "$bundle/tree" "${files[@]}"
 echo "$build" >"$bundle/build-path"
 if [[ -n "${EMMKIT_BENCH_BUILD:-}" ]]; then
   bench_build="$(cd "$EMMKIT_BENCH_BUILD" && pwd)"
+  bench_reference_so="$(versioned_reference "$bench_build")"
   pack "$bench_build" "$bundle/bench-tree" reference/libemm_reference.so.0 \
-    "reference/libemm_reference.so.0.1.0" conformance/emm-certify conformance/emm-ipc-importer \
+    "$bench_reference_so" conformance/emm-certify conformance/emm-ipc-importer \
     conformance/libemm_reference_plugin.so suites/benchmarks/emm_bench_alloc_pair \
     suites/benchmarks/emm_bench_certify suites/benchmarks/emm_bench_random_replay \
     suites/benchmarks/emm_bench_threads

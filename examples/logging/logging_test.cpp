@@ -1,10 +1,12 @@
 // Unit tests of the logging decorator: what it writes, and that wrapping keeps the pointer,
 // finalizer and IPC semantics of the plugin it wraps (here the pool example).
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <emm/conformance/testing/expect_throw.hpp>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -15,12 +17,14 @@
 #include "emm/examples/csv_event_log.hpp"
 #include "emm/examples/logging_memory_manager.hpp"
 #include "emm/examples/logging_over_pool.hpp"
-#include "emm/host_only_memory_manager.hpp"
 #include "emm/fake/fake_driver.hpp"
+#include "emm/host_only_memory_manager.hpp"
 #include "emm/runtime.hpp"
 
 namespace emm::examples {
 namespace {
+
+using ::testing::HasSubstr;
 
 std::vector<std::string> read_lines(const std::string& path) {
   std::ifstream in(path);
@@ -59,9 +63,7 @@ class LoggingTest : public ::testing::Test {
       : path_(::testing::TempDir() + "emm_logging_test." + std::to_string(::getpid()) + "." +
               ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".csv"),
         driver_(std::make_shared<FakeDriver>()),
-        runtime_(driver_, RuntimeOptions{[](const char*) -> std::optional<std::string> {
-                   return std::nullopt;
-                 }}) {
+        runtime_(driver_, RuntimeOptions::hermetic()) {
     std::remove(path_.c_str());
     const std::string path = path_;
     runtime_.set_memory_manager([path](Context* context) {
@@ -134,12 +136,7 @@ TEST_F(LoggingTest, FIN_2_ExplicitFreeReleasesTheInnerPointerOnce) {
   auto p = context_->memalloc(4096);
   p->free();
   EXPECT_EQ(pool.statistics().allocated_blocks, 0u);
-  try {
-    p->free();
-    ADD_FAILURE() << "a second free() did not throw";
-  } catch (const PointerLifetimeError& error) {
-    EXPECT_STREQ(error.what(), "Freeing dead memory");
-  }
+  EMM_EXPECT_THROW(PointerLifetimeError, p->free(), "Freeing dead memory");
   p.reset();
   EXPECT_EQ(events(path_, "free").size(), 1u);
 }
@@ -160,12 +157,8 @@ TEST_F(LoggingTest, IPC_1_HandleHasTheInnerPluginsOffsetAndTheCallersBase) {
 }
 
 TEST_F(LoggingTest, FailuresAreLoggedAndReachTheCallerUnchanged) {
-  try {
-    context_->memalloc(std::size_t{1} << 50);
-    ADD_FAILURE() << "1 PiB was allocated";
-  } catch (const CudaDriverError& error) {
-    EXPECT_EQ(error.code(), CUDA_ERROR_OUT_OF_MEMORY);
-  }
+  EMM_EXPECT_DRIVER_ERROR(context_->memalloc(std::size_t{1} << 50), CUDA_ERROR_OUT_OF_MEMORY,
+                          "cuMemAlloc", HasSubstr("CUDA_ERROR_OUT_OF_MEMORY"));
   const auto failed = events(path_, "memalloc_failed");
   ASSERT_EQ(failed.size(), 1u);
   EXPECT_EQ(failed[0][2], "");
@@ -214,9 +207,7 @@ TEST(LoggingMemoryManager, WrapsAnInstanceChosenAtRunTime) {
       ::testing::TempDir() + "emm_logging_wrapper." + std::to_string(::getpid()) + ".csv";
   std::remove(path.c_str());
   auto driver = std::make_shared<FakeDriver>();
-  Runtime runtime(driver, RuntimeOptions{[](const char*) -> std::optional<std::string> {
-                    return std::nullopt;
-                  }});
+  Runtime runtime(driver, RuntimeOptions::hermetic());
   runtime.set_memory_manager([path](Context* context) {
     return std::make_unique<LoggingMemoryManager>(LogTo{path}, context,
                                                   std::make_unique<PoolMemoryManager>(context));
@@ -241,13 +232,8 @@ TEST(LoggingMemoryManager, WrapsAnInstanceChosenAtRunTime) {
 }
 
 TEST(ForwardingMemoryManager, RejectsANullPlugin) {
-  try {
-    ForwardingMemoryManager forwarding(nullptr, nullptr);
-    ADD_FAILURE() << "a null wrapped plugin was accepted";
-  } catch (const InvalidArgumentError& error) {
-    EXPECT_NE(std::string(error.what()).find("the wrapped plugin is null"), std::string::npos)
-        << error.what();
-  }
+  EMM_EXPECT_THROW(InvalidArgumentError, ForwardingMemoryManager(nullptr, nullptr),
+                   HasSubstr("the wrapped plugin is null"));
 }
 
 TEST(CsvEventLog, FormatsEmptyOptionalColumnsAsEmptyFields) {

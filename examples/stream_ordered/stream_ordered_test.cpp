@@ -1,6 +1,9 @@
 // Unit tests of the stream-ordered example on the fake driver: the pool and stream it owns,
 // its IPC refusal, and its frees through the parent's queue.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <emm/conformance/testing/expect_throw.hpp>
 
 #include "emm/context.hpp"
 #include "emm/errors.hpp"
@@ -11,13 +14,12 @@
 namespace emm::examples {
 namespace {
 
+using ::testing::HasSubstr;
+
 class StreamOrderedTest : public ::testing::Test {
  protected:
   StreamOrderedTest()
-      : driver_(std::make_shared<FakeDriver>()),
-        runtime_(driver_, RuntimeOptions{[](const char*) -> std::optional<std::string> {
-                   return std::nullopt;
-                 }}) {
+      : driver_(std::make_shared<FakeDriver>()), runtime_(driver_, RuntimeOptions::hermetic()) {
     runtime_.set_memory_manager<StreamOrderedMemoryManager>();
   }
 
@@ -62,14 +64,8 @@ TEST_F(StreamOrderedTest, IPC_7_GetIpcHandleSaysWhyItIsNotSupported) {
   RecordProperty("clause", "IPC-7");
   Context& context = runtime_.get_context(0);
   auto p = context.memalloc(4096);
-  try {
-    context.get_ipc_handle(p);
-    ADD_FAILURE() << "get_ipc_handle returned a handle";
-  } catch (const NotImplementedError& error) {
-    EXPECT_NE(std::string(error.what()).find("cuIpcGetMemHandle does not export memory"),
-              std::string::npos)
-        << error.what();
-  }
+  EMM_EXPECT_THROW(NotImplementedError, context.get_ipc_handle(p),
+                   HasSubstr("cuIpcGetMemHandle does not export memory"));
   EXPECT_EQ(driver_->call_count(DriverCall::cuIpcGetMemHandle), 0u);
 }
 
@@ -112,9 +108,7 @@ TEST_F(StreamOrderedTest, ClosingDestroysTheStreamAndPool) {
 TEST(StreamOrderedProbe, LIFE_5_ResetBeforeInitializeIsANoOp) {
   RecordProperty("clause", "LIFE-5");
   auto driver = std::make_shared<FakeDriver>();
-  Runtime runtime(driver, RuntimeOptions{[](const char*) -> std::optional<std::string> {
-                    return std::nullopt;
-                  }});
+  Runtime runtime(driver, RuntimeOptions::hermetic());
   runtime.set_memory_manager<StreamOrderedMemoryManager>();
   // The plugin is built and initialised by get_context; a fresh instance resets first.
   StreamOrderedMemoryManager plugin(&runtime.get_context(0));

@@ -13,16 +13,6 @@
 
 namespace emm {
 
-RuntimeOptions RuntimeOptions::hermetic(std::map<std::string, std::string> variables) {
-  RuntimeOptions options;
-  options.getenv = [variables =
-                        std::move(variables)](const char* name) -> std::optional<std::string> {
-    const auto found = variables.find(name);
-    if (found == variables.end()) return std::nullopt;
-    return found->second;
-  };
-  return options;
-}
 namespace {
 
 std::unique_ptr<BaseCUDAMemoryManager> make_default_manager(Context* context) {
@@ -44,6 +34,17 @@ std::string describe(const DeviceIdentity& id) {
 }
 
 }  // namespace
+
+RuntimeOptions RuntimeOptions::hermetic(std::map<std::string, std::string> variables) {
+  RuntimeOptions options;
+  options.getenv = [variables =
+                        std::move(variables)](const char* name) -> std::optional<std::string> {
+    const auto found = variables.find(name);
+    if (found == variables.end()) return std::nullopt;
+    return found->second;
+  };
+  return options;
+}
 
 Runtime::Runtime(std::shared_ptr<Driver> driver, RuntimeOptions options)
     : driver_(std::move(driver)), options_(std::move(options)) {

@@ -1,5 +1,5 @@
 // emm_bench_alloc_pair — host-side latency of one allocation + its release, per subject and
-// backend (issue 5, item 1; PERF-1/PERF-3 measured outside certification):
+// backend (PERF-1/PERF-3 measured outside certification):
 //
 //   AllocPair/<subject>/<backend>/<bytes>        memalloc(bytes) then release, on an idle
 //                                                 allocator, bytes in {256, 64 KiB, 1 MiB, 64 MiB}
@@ -214,7 +214,7 @@ void register_all() {
         const std::string name =
             "DeferralPair/reference/" + b + "/" + std::to_string(bytes) + "/max_count:" + count;
         auto shared = std::make_shared<SharedEnvironment>(
-            isolated_options({{"EMM_CUDA_MAX_PENDING_DEALLOCS_COUNT", count}}));
+            RuntimeOptions::hermetic({{"EMM_CUDA_MAX_PENDING_DEALLOCS_COUNT", count}}));
         benchmark::RegisterBenchmark(name.c_str(),
                                      [=](benchmark::State& state) {
                                        deferral_pair(state, *shared, backend, bytes, max_count);

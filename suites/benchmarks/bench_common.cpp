@@ -15,7 +15,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <limits>
-#include <optional>
 #include <utility>
 
 namespace emm::bench {
@@ -97,17 +96,6 @@ std::shared_ptr<Driver> make_driver(Backend backend) {
   const GpuDriver& gpu = gpu_driver();
   if (!gpu.driver) throw DriverUnavailableError("no GPU: " + gpu.reason);
   return gpu.driver;
-}
-
-RuntimeOptions isolated_options(std::map<std::string, std::string> variables) {
-  RuntimeOptions options;
-  options.getenv = [variables =
-                        std::move(variables)](const char* name) -> std::optional<std::string> {
-    const auto found = variables.find(name);
-    if (found == variables.end()) return std::nullopt;
-    return found->second;
-  };
-  return options;
 }
 
 Environment::Environment(Backend backend, Subject subject, RuntimeOptions options)

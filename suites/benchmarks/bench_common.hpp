@@ -33,7 +33,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -75,18 +74,15 @@ const std::string& gpu_unavailable_reason();
 // DriverUnavailableError("no GPU: ...") without one.
 std::shared_ptr<Driver> make_driver(Backend backend);
 
-// Runtime options that ignore the process environment (EMM_CUDA_MEMORY_MANAGER, the
-// deallocation thresholds): every run measures the managers with their defaults, unless it
-// names `variables` — the only environment the Runtime then sees, e.g.
-// {{"EMM_CUDA_MAX_PENDING_DEALLOCS_COUNT", "20"}}, read as a user's setting would be.
-RuntimeOptions isolated_options(std::map<std::string, std::string> variables = {});
-
 // One Runtime over one backend, with the subject's manager registered and device 0's context
 // created, current on the creating thread and initialised.
 class Environment {
  public:
   // Throws DriverUnavailableError (no GPU) or whatever the driver or plugin throws.
-  Environment(Backend backend, Subject subject, RuntimeOptions options = isolated_options());
+  // `options` default to RuntimeOptions::hermetic(): every run measures the managers with their
+  // defaults unless it names the variables it sets (read as a user's setting would be).
+  Environment(Backend backend, Subject subject,
+              RuntimeOptions options = RuntimeOptions::hermetic());
   ~Environment();
   Environment(const Environment&) = delete;
   Environment& operator=(const Environment&) = delete;
@@ -200,8 +196,8 @@ void with_subject(Environment& environment, Body&& body) {
 // it, the last to leave destroys it. A failure to build it is seen by every thread.
 class SharedEnvironment {
  public:
-  // `options`: what each Runtime built here is given (its environment, see isolated_options).
-  explicit SharedEnvironment(RuntimeOptions options = isolated_options())
+  // `options`: what each Runtime built here is given (its environment; hermetic by default).
+  explicit SharedEnvironment(RuntimeOptions options = RuntimeOptions::hermetic())
       : options_(std::move(options)) {}
 
   // Null (with `why` set) when the environment could not be built.

@@ -1,4 +1,4 @@
-// emm_bench_certify — the wall time of one full certification per backend (issue 5, item 1):
+// emm_bench_certify — the wall time of one full certification per backend:
 //
 //   Certify/<plugin>/<backend>    emm-certify --plugin <plugin .so> --backend <backend>
 //                                             --json <temporary file>

@@ -54,7 +54,7 @@ void skip_on_error(benchmark::State& state, const char* what, const std::excepti
 
 void ctx_get_current(benchmark::State& state, Backend backend) {
   try {
-    Runtime runtime(make_driver(backend), isolated_options());
+    Runtime runtime(make_driver(backend), RuntimeOptions::hermetic());
     runtime.get_context(0);
     Driver& driver = runtime.driver();
     for (auto _ : state) benchmark::DoNotOptimize(driver.ctx_get_current());
@@ -65,7 +65,7 @@ void ctx_get_current(benchmark::State& state, Backend backend) {
 
 void context_memalloc_dispatch(benchmark::State& state, Backend backend) {
   try {
-    Runtime runtime(make_driver(backend), isolated_options());
+    Runtime runtime(make_driver(backend), RuntimeOptions::hermetic());
     runtime.set_memory_manager<DispatchProbe>();
     Context& context = runtime.get_context(0);
     for (auto _ : state) {
@@ -84,7 +84,7 @@ void driver_batched_pairs(benchmark::State& state, Backend backend, std::size_t 
   double alloc_ns = 0;
   double free_ns = 0;
   try {
-    Runtime runtime(make_driver(backend), isolated_options());
+    Runtime runtime(make_driver(backend), RuntimeOptions::hermetic());
     runtime.get_context(0);
     Driver& driver = runtime.driver();
     std::vector<CUdeviceptr> pointers(batch);

@@ -1,5 +1,5 @@
 // components.hpp — micro-benchmarks of the pieces one allocation + release is made of, so that a
-// target that is missed can be traced to where the time goes (issue 5, item 3):
+// performance target that is missed can be traced to where the time goes:
 //
 //   Component/ctx_get_current/<backend>            what Context::make_current() asks the driver
 //   Component/context_memalloc_dispatch/<backend>  Context::memalloc + release through a plugin

@@ -1,4 +1,4 @@
-// emm_bench_random_replay — an RMM-style random-allocations replay (issue 5, item 1).
+// emm_bench_random_replay — an RMM-style random-allocations replay.
 //
 //   Replay/<subject>/<backend>/<N>     N in {1000, 10000, 100000}
 //

@@ -1,5 +1,5 @@
 // emm_bench_threads — 1, 2, 4, 8 and 16 threads allocating and freeing concurrently on one
-// context (issue 5, item 1; the scaling half of ALLOC-10, measured).
+// context (the scaling half of ALLOC-10, measured).
 //
 //   Threads/<subject>/<backend>/real_time/threads:<n>
 //

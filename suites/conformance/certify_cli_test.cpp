@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <emm/conformance/certify_cli.hpp>
+#include <emm/conformance/testing/expect_throw.hpp>
 #include <string>
 #include <vector>
 
@@ -9,15 +10,6 @@ namespace emm::conformance {
 namespace {
 
 CertifyOptions parse(std::vector<std::string_view> args) { return parse_certify_args(args); }
-
-std::string usage_error(std::vector<std::string_view> args) {
-  try {
-    parse_certify_args(args);
-  } catch (const UsageError& error) {
-    return error.what();
-  }
-  return "no error";
-}
 
 TEST(CertifyCli, DefaultsToEveryBackendEveryClauseAndSixtySeconds) {
   const CertifyOptions options = parse({"--plugin", "lib.so"});
@@ -52,25 +44,27 @@ TEST(CertifyCli, ListAndHelpNeedNoPlugin) {
 }
 
 TEST(CertifyCli, UsageErrorsSayWhatIsWrong) {
-  EXPECT_EQ(usage_error({}), "--plugin PATH is required");
-  EXPECT_EQ(usage_error({"--plugin"}), "--plugin needs a value");
-  EXPECT_EQ(usage_error({"--plugin", "a.so", "--plugin", "b.so"}),
-            "--plugin is given more than once");
-  EXPECT_EQ(usage_error({"--plugin", "a.so", "--backend", "tpu"}),
-            "--backend must be fake, gpu or all (got 'tpu')");
-  EXPECT_EQ(usage_error({"--plugin", "a.so", "--only", "NOPE-1"}),
-            "--only: 'NOPE-1' is not a clause id (see --list)");
-  EXPECT_EQ(usage_error({"--plugin", "a.so", "--only", "DEALLOC-1"}),
-            "--only: DEALLOC-1 is a host clause, checked by the kit's own suites; emm-certify "
-            "certifies plugin clauses");
-  EXPECT_EQ(usage_error({"--plugin", "a.so", "--only", ","}),
-            "--only needs at least one clause id");
-  EXPECT_EQ(usage_error({"--plugin", "a.so", "--timeout-s", "0"}),
-            "--timeout-s needs a whole number of seconds from 1 to 86400 (got '0')");
-  EXPECT_EQ(usage_error({"--plugin", "a.so", "--timeout-s", "2s"}),
-            "--timeout-s needs a whole number of seconds from 1 to 86400 (got '2s')");
-  EXPECT_EQ(usage_error({"--plugin", "a.so", "--verbose"}), "unknown argument '--verbose'");
-  EXPECT_EQ(usage_error({"a.so"}), "unknown argument 'a.so'");
+  EMM_EXPECT_THROW(UsageError, parse({}), "--plugin PATH is required");
+  EMM_EXPECT_THROW(UsageError, parse({"--plugin"}), "--plugin needs a value");
+  EMM_EXPECT_THROW(UsageError, parse({"--plugin", "a.so", "--plugin", "b.so"}),
+                   "--plugin is given more than once");
+  EMM_EXPECT_THROW(UsageError, parse({"--plugin", "a.so", "--backend", "tpu"}),
+                   "--backend must be fake, gpu or all (got 'tpu')");
+  EMM_EXPECT_THROW(UsageError, parse({"--plugin", "a.so", "--only", "NOPE-1"}),
+                   "--only: 'NOPE-1' is not a clause id (see --list)");
+  EMM_EXPECT_THROW(
+      UsageError, parse({"--plugin", "a.so", "--only", "DEALLOC-1"}),
+      "--only: DEALLOC-1 is a host clause, checked by the kit's own suites; emm-certify "
+      "certifies plugin clauses");
+  EMM_EXPECT_THROW(UsageError, parse({"--plugin", "a.so", "--only", ","}),
+                   "--only needs at least one clause id");
+  EMM_EXPECT_THROW(UsageError, parse({"--plugin", "a.so", "--timeout-s", "0"}),
+                   "--timeout-s needs a whole number of seconds from 1 to 86400 (got '0')");
+  EMM_EXPECT_THROW(UsageError, parse({"--plugin", "a.so", "--timeout-s", "2s"}),
+                   "--timeout-s needs a whole number of seconds from 1 to 86400 (got '2s')");
+  EMM_EXPECT_THROW(UsageError, parse({"--plugin", "a.so", "--verbose"}),
+                   "unknown argument '--verbose'");
+  EMM_EXPECT_THROW(UsageError, parse({"a.so"}), "unknown argument 'a.so'");
 }
 
 TEST(CertifyCli, UsageTextListsEveryOptionAndTheExitCodes) {

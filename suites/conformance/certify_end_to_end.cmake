@@ -2,6 +2,7 @@
 # reference plugin library and checks exit code, console output and the reports (the JSON is
 # parsed back with string(JSON)).
 #   -DCASE=... -DCERTIFY=<emm-certify> -DPLUGIN=<libemm_reference_plugin.so> -DWORK=<dir>
+#   -DKIT_VERSION=<project version, which the report must carry>
 cmake_minimum_required(VERSION 3.25)
 file(REMOVE_RECURSE "${WORK}")
 file(MAKE_DIRECTORY "${WORK}")
@@ -60,7 +61,7 @@ if(CASE STREQUAL "certify_reference")
   expect_contains("${out}" "certifying 'emmkit-reference'")
   file(READ "${WORK}/r.json" json)
   expect_json("${json}" "CERTIFIED" verdict)
-  expect_json("${json}" "0.1.0" kit_version)
+  expect_json("${json}" "${KIT_VERSION}" kit_version)
   expect_json("${json}" "1.0" catalogue_version)
   expect_json("${json}" "emmkit-reference" plugin name)
   expect_json("${json}" "${PLUGIN}" plugin path)

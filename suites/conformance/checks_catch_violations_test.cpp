@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <emm/conformance/evaluate.hpp>
+#include <emm/conformance/testing/expect_throw.hpp>
 #include <emm/errors.hpp>
 #include <emm/numba_memory_manager.hpp>
 #include <stdexcept>
@@ -247,22 +248,12 @@ TEST(ClauseRunVerdict, NotSupportedOnAMandatoryClauseIsAFailure) {
   const PluginSubject s = subject<NumbaCUDAMemoryManager>();
   const auto backend = make_backend(BackendKind::fake);
   ClauseRun run(clause("LIFE-2"), s, *backend);
-  try {
-    run.not_supported("no reason");
-    FAIL() << "not_supported returned";
-  } catch (const ClauseFailure& failure) {
-    EXPECT_STREQ(failure.what(),
-                 "[LIFE-2] not supported (no reason), but LIFE-2 is not optional: an undeclared "
-                 "NotImplementedError is a failure");
-  }
+  EMM_EXPECT_THROW(ClauseFailure, run.not_supported("no reason"),
+                   "[LIFE-2] not supported (no reason), but LIFE-2 is not optional: an undeclared "
+                   "NotImplementedError is a failure");
   ClauseRun ipc(clause("IPC-1"), s, *backend);
-  try {
-    ipc.not_supported("no reason");
-    FAIL() << "not_supported returned";
-  } catch (const ClauseFailure& failure) {
-    EXPECT_STREQ(failure.what(),
-                 "[IPC-1] not supported (no reason) although the plugin declares ipc=true");
-  }
+  EMM_EXPECT_THROW(ClauseFailure, ipc.not_supported("no reason"),
+                   "[IPC-1] not supported (no reason) although the plugin declares ipc=true");
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <emm/conformance/catalogue.hpp>
 #include <emm/conformance/check_registry.hpp>
+#include <emm/conformance/testing/expect_throw.hpp>
 #include <set>
 #include <string>
 
@@ -94,33 +95,33 @@ TEST(CatalogueParse, RejectsMalformedInputNamingTheLine) {
   const std::string header =
       "# catalogue_version: "
       "9\nid\tlevel\ttarget\toptional\tdeclared_level\ttest_name\ttitle\tsource\n";
-  auto error_of = [](const std::string& text) -> std::string {
-    try {
-      Catalogue::parse(text);
-    } catch (const Error& error) {
-      return error.what();
-    }
-    return "no error";
-  };
-  EXPECT_EQ(error_of(header + "X-1\tMUST\tplugin\t-\t-\tName\tTitle\n"),
-            "conformance catalogue line 3: expected 8 tab-separated fields, found 7");
-  EXPECT_EQ(error_of(header + "X-1\tMAYBE\tplugin\t-\t-\tName\tTitle\tSource\n"),
-            "conformance catalogue line 3: bad level 'MAYBE'");
-  EXPECT_EQ(error_of(header + "X-1\tMUST\tdevice\t-\t-\tName\tTitle\tSource\n"),
-            "conformance catalogue line 3: bad target 'device'");
-  EXPECT_EQ(error_of(header + "X-1\tMUST\tplugin\tgpu\t-\tName\tTitle\tSource\n"),
-            "conformance catalogue line 3: bad optional capability 'gpu' (not in "
-            "emm::kCapabilityFields)");
-  EXPECT_EQ(error_of(header + "x1\tMUST\tplugin\t-\t-\tName\tTitle\tSource\n"),
-            "conformance catalogue line 3: bad clause id 'x1'");
-  EXPECT_EQ(error_of(header + "X-1\tMUST\tplugin\t-\t-\tName\tTitle\tSource\n"
-                              "X-1\tMUST\tplugin\t-\t-\tName\tTitle\tSource\n"),
-            "conformance catalogue line 4: duplicate clause id X-1");
-  EXPECT_EQ(error_of(header + "X-1\tMUST\tplugin\t-\t-\tname with spaces\tTitle\tSource\n"),
-            "conformance catalogue line 3: test_name 'name with spaces' of X-1 is not CamelCase "
-            "letters and digits");
-  EXPECT_EQ(error_of("id\tlevel\ttarget\toptional\tdeclared_level\ttest_name\ttitle\tsource\n"),
-            "conformance catalogue: no '# catalogue_version:' line");
+  EMM_EXPECT_THROW(Error, Catalogue::parse(header + "X-1\tMUST\tplugin\t-\t-\tName\tTitle\n"),
+                   "conformance catalogue line 3: expected 8 tab-separated fields, found 7");
+  EMM_EXPECT_THROW(Error,
+                   Catalogue::parse(header + "X-1\tMAYBE\tplugin\t-\t-\tName\tTitle\tSource\n"),
+                   "conformance catalogue line 3: bad level 'MAYBE'");
+  EMM_EXPECT_THROW(Error,
+                   Catalogue::parse(header + "X-1\tMUST\tdevice\t-\t-\tName\tTitle\tSource\n"),
+                   "conformance catalogue line 3: bad target 'device'");
+  EMM_EXPECT_THROW(Error,
+                   Catalogue::parse(header + "X-1\tMUST\tplugin\tgpu\t-\tName\tTitle\tSource\n"),
+                   "conformance catalogue line 3: bad optional capability 'gpu' (not in "
+                   "emm::kCapabilityFields)");
+  EMM_EXPECT_THROW(Error,
+                   Catalogue::parse(header + "x1\tMUST\tplugin\t-\t-\tName\tTitle\tSource\n"),
+                   "conformance catalogue line 3: bad clause id 'x1'");
+  EMM_EXPECT_THROW(Error,
+                   Catalogue::parse(header + "X-1\tMUST\tplugin\t-\t-\tName\tTitle\tSource\n"
+                                             "X-1\tMUST\tplugin\t-\t-\tName\tTitle\tSource\n"),
+                   "conformance catalogue line 4: duplicate clause id X-1");
+  EMM_EXPECT_THROW(
+      Error, Catalogue::parse(header + "X-1\tMUST\tplugin\t-\t-\tname with spaces\tTitle\tSource\n"),
+      "conformance catalogue line 3: test_name 'name with spaces' of X-1 is not CamelCase letters "
+      "and digits");
+  EMM_EXPECT_THROW(
+      Error,
+      Catalogue::parse("id\tlevel\ttarget\toptional\tdeclared_level\ttest_name\ttitle\tsource\n"),
+      "conformance catalogue: no '# catalogue_version:' line");
   const Catalogue ok =
       Catalogue::parse(header + "X-1\tSHOULD\thost+plugin\tipc\tMUST\tName\tT\tS\n");
   ASSERT_EQ(ok.clauses().size(), 1u);

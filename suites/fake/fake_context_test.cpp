@@ -9,6 +9,8 @@
 namespace emm::test {
 namespace {
 
+using ::testing::HasSubstr;
+
 constexpr const char* kNoContext = "no CUDA context is current on this thread";
 
 TEST(FakeContext, CallsThatActInAContextNeedOne) {
@@ -16,41 +18,42 @@ TEST(FakeContext, CallsThatActInAContextNeedOne) {
   EXPECT_EQ(driver->ctx_get_current(), nullptr);
   std::vector<unsigned char> bytes(16);
   EMM_EXPECT_DRIVER_ERROR(driver->mem_alloc(16), CUDA_ERROR_INVALID_CONTEXT, "cuMemAlloc",
-                          kNoContext);
+                          HasSubstr(kNoContext));
   EMM_EXPECT_DRIVER_ERROR(driver->mem_alloc_managed(16, CU_MEM_ATTACH_GLOBAL),
-                          CUDA_ERROR_INVALID_CONTEXT, "cuMemAllocManaged", kNoContext);
+                          CUDA_ERROR_INVALID_CONTEXT, "cuMemAllocManaged", HasSubstr(kNoContext));
   EMM_EXPECT_DRIVER_ERROR(driver->mem_get_info(), CUDA_ERROR_INVALID_CONTEXT, "cuMemGetInfo",
-                          kNoContext);
+                          HasSubstr(kNoContext));
   EMM_EXPECT_DRIVER_ERROR(driver->mem_get_address_range(0x10), CUDA_ERROR_INVALID_CONTEXT,
-                          "cuMemGetAddressRange", kNoContext);
+                          "cuMemGetAddressRange", HasSubstr(kNoContext));
   EMM_EXPECT_DRIVER_ERROR(driver->mem_host_alloc(16, 0), CUDA_ERROR_INVALID_CONTEXT,
-                          "cuMemHostAlloc", kNoContext);
+                          "cuMemHostAlloc", HasSubstr(kNoContext));
   EMM_EXPECT_DRIVER_ERROR(driver->mem_host_register(bytes.data(), 16, 0),
-                          CUDA_ERROR_INVALID_CONTEXT, "cuMemHostRegister", kNoContext);
+                          CUDA_ERROR_INVALID_CONTEXT, "cuMemHostRegister", HasSubstr(kNoContext));
   EMM_EXPECT_DRIVER_ERROR(driver->mem_host_get_device_pointer(bytes.data(), 0),
-                          CUDA_ERROR_INVALID_CONTEXT, "cuMemHostGetDevicePointer", kNoContext);
+                          CUDA_ERROR_INVALID_CONTEXT, "cuMemHostGetDevicePointer",
+                          HasSubstr(kNoContext));
   EMM_EXPECT_DRIVER_ERROR(driver->ipc_get_mem_handle(0x10), CUDA_ERROR_INVALID_CONTEXT,
-                          "cuIpcGetMemHandle", kNoContext);
+                          "cuIpcGetMemHandle", HasSubstr(kNoContext));
   EMM_EXPECT_DRIVER_ERROR(driver->memcpy_htod(0x10, bytes.data(), 1), CUDA_ERROR_INVALID_CONTEXT,
-                          "cuMemcpyHtoD", kNoContext);
+                          "cuMemcpyHtoD", HasSubstr(kNoContext));
   EMM_EXPECT_DRIVER_ERROR(driver->memcpy_dtoh(bytes.data(), 0x10, 1), CUDA_ERROR_INVALID_CONTEXT,
-                          "cuMemcpyDtoH", kNoContext);
+                          "cuMemcpyDtoH", HasSubstr(kNoContext));
   EMM_EXPECT_DRIVER_ERROR(driver->memcpy_dtod(0x10, 0x20, 1), CUDA_ERROR_INVALID_CONTEXT,
-                          "cuMemcpyDtoD", kNoContext);
+                          "cuMemcpyDtoD", HasSubstr(kNoContext));
   EMM_EXPECT_DRIVER_ERROR(driver->memset_d8(0x10, 0, 1), CUDA_ERROR_INVALID_CONTEXT, "cuMemsetD8",
-                          kNoContext);
+                          HasSubstr(kNoContext));
   EMM_EXPECT_DRIVER_ERROR(driver->stream_create(0), CUDA_ERROR_INVALID_CONTEXT, "cuStreamCreate",
-                          kNoContext);
+                          HasSubstr(kNoContext));
   EMM_EXPECT_DRIVER_ERROR(driver->event_create(0), CUDA_ERROR_INVALID_CONTEXT, "cuEventCreate",
-                          kNoContext);
+                          HasSubstr(kNoContext));
   EMM_EXPECT_DRIVER_ERROR(driver->module_load_data("image"), CUDA_ERROR_INVALID_CONTEXT,
-                          "cuModuleLoadData", kNoContext);
+                          "cuModuleLoadData", HasSubstr(kNoContext));
   EMM_EXPECT_DRIVER_ERROR(driver->ctx_get_device(), CUDA_ERROR_INVALID_CONTEXT, "cuCtxGetDevice",
-                          kNoContext);
+                          HasSubstr(kNoContext));
   EMM_EXPECT_DRIVER_ERROR(driver->ctx_synchronize(), CUDA_ERROR_INVALID_CONTEXT, "cuCtxSynchronize",
-                          kNoContext);
+                          HasSubstr(kNoContext));
   EMM_EXPECT_DRIVER_ERROR(driver->stream_synchronize(nullptr), CUDA_ERROR_INVALID_CONTEXT,
-                          "cuStreamSynchronize", kNoContext);
+                          "cuStreamSynchronize", HasSubstr(kNoContext));
   EXPECT_EQ(driver->host_allocation_count() + driver->host_registration_count() +
                 driver->stream_count() + driver->event_count() + driver->module_count(),
             0U);
@@ -93,7 +96,7 @@ TEST(FakeContext, CurrentContextIsPerThreadAndPerProcess) {
   auto other = driver->spawn_process();
   EXPECT_EQ(other->ctx_get_current(), nullptr);
   EMM_EXPECT_DRIVER_ERROR(other->mem_alloc(1), CUDA_ERROR_INVALID_CONTEXT, "cuMemAlloc",
-                          kNoContext);
+                          HasSubstr(kNoContext));
 
   driver->ctx_set_current(nullptr);
   EXPECT_EQ(driver->ctx_get_current(), nullptr);
@@ -103,7 +106,7 @@ TEST(FakeContext, UnknownContextIsInvalid) {
   auto driver = std::make_shared<FakeDriver>();
   EMM_EXPECT_DRIVER_ERROR(driver->ctx_set_current(reinterpret_cast<CUcontext>(0x1234)),
                           CUDA_ERROR_INVALID_CONTEXT, "cuCtxSetCurrent",
-                          "0x1234 is not a context of this process");
+                          HasSubstr("0x1234 is not a context of this process"));
   EXPECT_EQ(driver->ctx_get_current(), nullptr);
 }
 
@@ -116,15 +119,15 @@ TEST(FakeContext, RetainAndReleaseAreCounted) {
   driver->primary_ctx_release(0);
   driver->primary_ctx_release(0);
   EXPECT_EQ(driver->primary_ctx_retain_count(0), 0);
-  EMM_EXPECT_DRIVER_ERROR(driver->primary_ctx_release(0), CUDA_ERROR_INVALID_CONTEXT,
-                          "cuDevicePrimaryCtxRelease",
-                          "the primary context of device 0 is not retained (more releases than "
-                          "retains)");
+  EMM_EXPECT_DRIVER_ERROR(
+      driver->primary_ctx_release(0), CUDA_ERROR_INVALID_CONTEXT, "cuDevicePrimaryCtxRelease",
+      HasSubstr("the primary context of device 0 is not retained (more releases than "
+                "retains)"));
   EMM_EXPECT_DRIVER_ERROR(driver->primary_ctx_retain(1), CUDA_ERROR_INVALID_DEVICE,
                           "cuDevicePrimaryCtxRetain",
-                          "device 1 does not exist (the fake system has 1)");
+                          HasSubstr("device 1 does not exist (the fake system has 1)"));
   EMM_EXPECT_DRIVER_ERROR(driver->primary_ctx_reset(-1), CUDA_ERROR_INVALID_DEVICE,
-                          "cuDevicePrimaryCtxReset", "device -1 does not exist");
+                          "cuDevicePrimaryCtxReset", HasSubstr("device -1 does not exist"));
 }
 
 TEST(FakeContext, ReleaseToZeroKeepsMemorySoLeaksStayVisible) {
@@ -179,11 +182,11 @@ TEST(FakeContext, PrimaryContextResetFreesThisProcesssResourcesOnThatDevice) {
 
   // What the reset freed is gone: freeing it again is a double free.
   EMM_EXPECT_DRIVER_ERROR(driver->mem_free(p), CUDA_ERROR_INVALID_VALUE, "cuMemFree",
-                          "is not a live device allocation of this process");
+                          HasSubstr("is not a live device allocation of this process"));
   EMM_EXPECT_DRIVER_ERROR(driver->mem_free_host(host), CUDA_ERROR_INVALID_VALUE, "cuMemFreeHost",
-                          "is not a live cuMemHostAlloc allocation");
+                          HasSubstr("is not a live cuMemHostAlloc allocation"));
   EMM_EXPECT_DRIVER_ERROR(driver->ipc_close_mem_handle(mapped), CUDA_ERROR_INVALID_VALUE,
-                          "cuIpcCloseMemHandle", "is not the base of an open");
+                          "cuIpcCloseMemHandle", HasSubstr("is not the base of an open"));
   // The context stays usable (a documented difference from the real driver).
   driver->ctx_set_current(driver->primary_ctx_retain(0));
   driver->mem_free(driver->mem_alloc(16));
@@ -222,14 +225,14 @@ TEST(FakeDevices, CountNameVersionAndPeerAccess) {
   EXPECT_EQ(driver->device_get_name(0), "emmkit fake device");
   EXPECT_EQ(driver->device_get_name(2), "third");
   EMM_EXPECT_DRIVER_ERROR(driver->device_get_name(3), CUDA_ERROR_INVALID_DEVICE, "cuDeviceGetName",
-                          "device 3 does not exist (the fake system has 3)");
+                          HasSubstr("device 3 does not exist (the fake system has 3)"));
   EXPECT_FALSE(driver->device_can_access_peer(0, 1));
   config.peer_access = true;
   auto peers = std::make_shared<FakeDriver>(config);
   EXPECT_TRUE(peers->device_can_access_peer(0, 1));
   EXPECT_FALSE(peers->device_can_access_peer(1, 1));  // a device is not its own peer
   EMM_EXPECT_DRIVER_ERROR(peers->device_can_access_peer(0, 7), CUDA_ERROR_INVALID_DEVICE,
-                          "cuDeviceCanAccessPeer", "device 7 does not exist");
+                          "cuDeviceCanAccessPeer", HasSubstr("device 7 does not exist"));
 }
 
 TEST(FakeDevices, IdentityDefaultsToBusOnePlusIndex) {
@@ -252,10 +255,10 @@ TEST(FakeDevices, AttributesArePlausibleAndValidated) {
   EXPECT_EQ(driver->device_get_attribute(CU_DEVICE_ATTRIBUTE_INTEGRATED, 0), 0);
   EMM_EXPECT_DRIVER_ERROR(driver->device_get_attribute(static_cast<CUdevice_attribute>(100000), 0),
                           CUDA_ERROR_INVALID_VALUE, "cuDeviceGetAttribute",
-                          "unknown device attribute 100000");
+                          HasSubstr("unknown device attribute 100000"));
   EMM_EXPECT_DRIVER_ERROR(driver->device_get_attribute(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, 99),
                           CUDA_ERROR_INVALID_DEVICE, "cuDeviceGetAttribute",
-                          "device 99 does not exist");
+                          HasSubstr("device 99 does not exist"));
 }
 
 }  // namespace

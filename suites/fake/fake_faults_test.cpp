@@ -6,6 +6,8 @@
 namespace emm::test {
 namespace {
 
+using ::testing::HasSubstr;
+
 constexpr const char* kInjected = "failure injected by FakeDriver::fail_call";
 
 TEST(FakeFaults, EveryEntryPointIsCounted) {
@@ -28,9 +30,10 @@ TEST(FakeFaults, EveryEntryPointIsCounted) {
 TEST(FakeFaults, FailedCallsAreCountedToo) {
   auto driver = current_process();
   EMM_EXPECT_DRIVER_ERROR(driver->mem_alloc(0), CUDA_ERROR_INVALID_VALUE, "cuMemAlloc",
-                          "bytesize is 0");
+                          HasSubstr("bytesize is 0"));
   driver->fail_call(DriverCall::cuMemAlloc, CUDA_ERROR_OUT_OF_MEMORY);
-  EMM_EXPECT_DRIVER_ERROR(driver->mem_alloc(16), CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc", kInjected);
+  EMM_EXPECT_DRIVER_ERROR(driver->mem_alloc(16), CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc",
+                          HasSubstr(kInjected));
   EXPECT_EQ(driver->call_count(DriverCall::cuMemAlloc), 2U);
 }
 
@@ -38,7 +41,7 @@ TEST(FakeFaults, NextCallFailsOnceWithNoSideEffect) {
   auto driver = current_process();
   driver->fail_call(DriverCall::cuMemAlloc, CUDA_ERROR_OUT_OF_MEMORY);
   EMM_EXPECT_DRIVER_ERROR(driver->mem_alloc(4096), CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc",
-                          kInjected);
+                          HasSubstr(kInjected));
   EXPECT_TRUE(driver->live_allocations().empty());
   EXPECT_EQ(driver->system()->bytes_in_use(0), 0U);
   driver->mem_free(driver->mem_alloc(4096));  // the fault is spent
@@ -68,7 +71,8 @@ TEST(FakeFaults, FaultsAreKeptPerEntryPointAndPerProcess) {
   driver->fail_call(DriverCall::cuMemFree, CUDA_ERROR_INVALID_VALUE);
   const CUdeviceptr p = driver->mem_alloc(16);  // another entry point: unaffected
   other->mem_free(other->mem_alloc(16));        // another process: unaffected
-  EMM_EXPECT_DRIVER_ERROR(driver->mem_free(p), CUDA_ERROR_INVALID_VALUE, "cuMemFree", kInjected);
+  EMM_EXPECT_DRIVER_ERROR(driver->mem_free(p), CUDA_ERROR_INVALID_VALUE, "cuMemFree",
+                          HasSubstr(kInjected));
   EXPECT_EQ(driver->live_allocations().size(), 1U);  // no side effect
   EXPECT_EQ(driver->invalid_frees(), 0U);            // injected, not a real misuse
   driver->mem_free(p);
@@ -78,15 +82,16 @@ TEST(FakeFaults, InjectionPrecedesContextAndArgumentChecks) {
   auto driver = std::make_shared<FakeDriver>();  // no current context
   driver->fail_call(DriverCall::cuMemAlloc, CUDA_ERROR_NOT_INITIALIZED);
   EMM_EXPECT_DRIVER_ERROR(driver->mem_alloc(0), CUDA_ERROR_NOT_INITIALIZED, "cuMemAlloc",
-                          kInjected);
+                          HasSubstr(kInjected));
   EMM_EXPECT_DRIVER_ERROR(driver->mem_alloc(0), CUDA_ERROR_INVALID_CONTEXT, "cuMemAlloc",
-                          "no CUDA context is current");
+                          HasSubstr("no CUDA context is current"));
 }
 
 TEST(FakeFaults, ClearFaultsDropsPendingFailures) {
   auto driver = current_process();
   driver->fail_call(DriverCall::cuMemAlloc, CUDA_ERROR_OUT_OF_MEMORY, 1, 100);
-  EMM_EXPECT_DRIVER_ERROR(driver->mem_alloc(16), CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc", kInjected);
+  EMM_EXPECT_DRIVER_ERROR(driver->mem_alloc(16), CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc",
+                          HasSubstr(kInjected));
   driver->clear_faults();
   driver->mem_free(driver->mem_alloc(16));
 }
@@ -96,34 +101,28 @@ TEST(FakeFaults, TwoFaultsOnOneEntryPointFireInTurn) {
   driver->fail_call(DriverCall::cuStreamCreate, CUDA_ERROR_OUT_OF_MEMORY, 1, 1);
   driver->fail_call(DriverCall::cuStreamCreate, CUDA_ERROR_LAUNCH_FAILED, 1, 1);
   EMM_EXPECT_DRIVER_ERROR(driver->stream_create(0), CUDA_ERROR_OUT_OF_MEMORY, "cuStreamCreate",
-                          kInjected);
+                          HasSubstr(kInjected));
   EMM_EXPECT_DRIVER_ERROR(driver->stream_create(0), CUDA_ERROR_LAUNCH_FAILED, "cuStreamCreate",
-                          kInjected);
+                          HasSubstr(kInjected));
   driver->stream_destroy(driver->stream_create(0));
 }
 
 TEST(FakeFaults, MisuseOfFailCallIsRejected) {
   auto driver = current_process();
-  auto expect_invalid = [&](auto statement, const char* message) {
-    try {
-      statement();
-      ADD_FAILURE() << "accepted; expected InvalidArgumentError: " << message;
-    } catch (const InvalidArgumentError& error) {
-      EXPECT_STREQ(error.what(), message);
-    }
-  };
-  expect_invalid([&] { driver->fail_call(DriverCall::cuMemAlloc, CUDA_SUCCESS); },
-                 "FakeDriver::fail_call: the injected result must be an error, got CUDA_SUCCESS");
-  expect_invalid([&] { driver->fail_call(DriverCall::cuMemAlloc, CUDA_ERROR_UNKNOWN, 0); },
-                 "FakeDriver::fail_call: nth and times count from 1 (nth = 1 fails the very "
-                 "next call)");
-  expect_invalid([&] { driver->fail_call(DriverCall::cuMemAlloc, CUDA_ERROR_UNKNOWN, 1, 0); },
-                 "FakeDriver::fail_call: nth and times count from 1 (nth = 1 fails the very "
-                 "next call)");
-  expect_invalid([&] { driver->fail_call(DriverCall::kCount, CUDA_ERROR_UNKNOWN); },
-                 "FakeDriver::fail_call: DriverCall::kCount is not a call");
-  expect_invalid([&] { driver->call_count(DriverCall::kCount); },
-                 "FakeDriver::call_count: DriverCall::kCount is not a call");
+  EMM_EXPECT_THROW(InvalidArgumentError, driver->fail_call(DriverCall::cuMemAlloc, CUDA_SUCCESS),
+                   "FakeDriver::fail_call: the injected result must be an error, got CUDA_SUCCESS");
+  EMM_EXPECT_THROW(InvalidArgumentError,
+                   driver->fail_call(DriverCall::cuMemAlloc, CUDA_ERROR_UNKNOWN, 0),
+                   "FakeDriver::fail_call: nth and times count from 1 (nth = 1 fails the very "
+                   "next call)");
+  EMM_EXPECT_THROW(InvalidArgumentError,
+                   driver->fail_call(DriverCall::cuMemAlloc, CUDA_ERROR_UNKNOWN, 1, 0),
+                   "FakeDriver::fail_call: nth and times count from 1 (nth = 1 fails the very "
+                   "next call)");
+  EMM_EXPECT_THROW(InvalidArgumentError, driver->fail_call(DriverCall::kCount, CUDA_ERROR_UNKNOWN),
+                   "FakeDriver::fail_call: DriverCall::kCount is not a call");
+  EMM_EXPECT_THROW(InvalidArgumentError, driver->call_count(DriverCall::kCount),
+                   "FakeDriver::call_count: DriverCall::kCount is not a call");
   driver->mem_free(driver->mem_alloc(16));  // nothing was armed
 }
 

@@ -8,6 +8,8 @@
 namespace emm::test {
 namespace {
 
+using ::testing::HasSubstr;
+
 CUmemPoolProps device_pool_props(int device) {
   CUmemPoolProps props{};
   props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -27,17 +29,19 @@ TEST(FakeHandles, StreamsAreCountedAndDoubleDestroyIsInvalidHandle) {
   driver->stream_synchronize(CU_STREAM_PER_THREAD);
   driver->stream_destroy(a);
   EXPECT_EQ(driver->stream_count(), 1U);
-  EMM_EXPECT_DRIVER_ERROR(driver->stream_destroy(a), CUDA_ERROR_INVALID_HANDLE, "cuStreamDestroy",
-                          "is not a live stream of this process (destroyed twice, or never "
-                          "created)");
+  EMM_EXPECT_DRIVER_ERROR(
+      driver->stream_destroy(a), CUDA_ERROR_INVALID_HANDLE, "cuStreamDestroy",
+      HasSubstr("is not a live stream of this process (destroyed twice, or never "
+                "created)"));
   EMM_EXPECT_DRIVER_ERROR(driver->stream_synchronize(a), CUDA_ERROR_INVALID_HANDLE,
-                          "cuStreamSynchronize", "is not a live stream of this process");
+                          "cuStreamSynchronize", HasSubstr("is not a live stream of this process"));
   EXPECT_EQ(driver->invalid_frees(), 1U);
   // Handles are never reused, so a stale one stays invalid.
   CUstream c = driver->stream_create(0);
   EXPECT_NE(c, a);
-  EMM_EXPECT_DRIVER_ERROR(driver->stream_create(7), CUDA_ERROR_INVALID_VALUE, "cuStreamCreate",
-                          "flags must be CU_STREAM_DEFAULT or CU_STREAM_NON_BLOCKING, got 7");
+  EMM_EXPECT_DRIVER_ERROR(
+      driver->stream_create(7), CUDA_ERROR_INVALID_VALUE, "cuStreamCreate",
+      HasSubstr("flags must be CU_STREAM_DEFAULT or CU_STREAM_NON_BLOCKING, got 7"));
   driver->stream_destroy(b);
   driver->stream_destroy(c);
   EXPECT_EQ(driver->stream_count(), 0U);
@@ -53,16 +57,16 @@ TEST(FakeHandles, EventsAreCountedAndValidated) {
   driver->event_synchronize(event);
   EMM_EXPECT_DRIVER_ERROR(driver->event_record(event, reinterpret_cast<CUstream>(0x999)),
                           CUDA_ERROR_INVALID_HANDLE, "cuEventRecord",
-                          "stream 0x999 is not a live stream of this process");
+                          HasSubstr("stream 0x999 is not a live stream of this process"));
   driver->event_destroy(event);
   EMM_EXPECT_DRIVER_ERROR(driver->event_record(event, stream), CUDA_ERROR_INVALID_HANDLE,
-                          "cuEventRecord", "is not a live event of this process");
+                          "cuEventRecord", HasSubstr("is not a live event of this process"));
   EMM_EXPECT_DRIVER_ERROR(driver->event_synchronize(event), CUDA_ERROR_INVALID_HANDLE,
-                          "cuEventSynchronize", "is not a live event of this process");
+                          "cuEventSynchronize", HasSubstr("is not a live event of this process"));
   EMM_EXPECT_DRIVER_ERROR(driver->event_destroy(event), CUDA_ERROR_INVALID_HANDLE, "cuEventDestroy",
-                          "(destroyed twice, or never created)");
+                          HasSubstr("(destroyed twice, or never created)"));
   EMM_EXPECT_DRIVER_ERROR(driver->event_create(0x40), CUDA_ERROR_INVALID_VALUE, "cuEventCreate",
-                          "unknown flags 0x40");
+                          HasSubstr("unknown flags 0x40"));
   EXPECT_EQ(driver->invalid_frees(), 1U);
   EXPECT_EQ(driver->event_count(), 0U);
   driver->stream_destroy(stream);
@@ -74,13 +78,13 @@ TEST(FakeHandles, ModulesAcceptAnyImageAndAreCounted) {
   CUmodule module = driver->module_load_data(image);
   EXPECT_EQ(driver->module_count(), 1U);
   EMM_EXPECT_DRIVER_ERROR(driver->module_load_data(nullptr), CUDA_ERROR_INVALID_VALUE,
-                          "cuModuleLoadData", "image is null");
+                          "cuModuleLoadData", HasSubstr("image is null"));
   driver->module_unload(module);
   EXPECT_EQ(driver->module_count(), 0U);
   EMM_EXPECT_DRIVER_ERROR(driver->module_unload(module), CUDA_ERROR_INVALID_HANDLE,
                           "cuModuleUnload",
-                          "is not a loaded module of this process (unloaded "
-                          "twice, or never loaded)");
+                          HasSubstr("is not a loaded module of this process (unloaded "
+                                    "twice, or never loaded)"));
   EXPECT_EQ(driver->invalid_frees(), 1U);
 }
 
@@ -98,7 +102,8 @@ TEST(FakeHandles, PoolAllocationsAreDeviceMemory) {
   driver->mem_free_async(p, stream);
   EXPECT_EQ(driver->device_bytes_in_use(), 0U);
   EMM_EXPECT_DRIVER_ERROR(driver->mem_free_async(p, stream), CUDA_ERROR_INVALID_VALUE,
-                          "cuMemFreeAsync", "is not a live device allocation of this process");
+                          "cuMemFreeAsync",
+                          HasSubstr("is not a live device allocation of this process"));
   EXPECT_EQ(driver->invalid_frees(), 1U);
   // Size 0 succeeds with nothing allocated (as on the real driver).
   EXPECT_EQ(driver->mem_alloc_from_pool_async(0, pool, stream), 0U);
@@ -124,20 +129,21 @@ TEST(FakeHandles, PoolOutOfMemoryAndStaleHandles) {
   config.devices[0].capacity = 1 * kMiB;
   auto driver = current_process(config);
   CUmemoryPool pool = driver->mem_pool_create(device_pool_props(0));
-  EMM_EXPECT_DRIVER_ERROR(driver->mem_alloc_from_pool_async(2 * kMiB, pool, nullptr),
-                          CUDA_ERROR_OUT_OF_MEMORY, "cuMemAllocFromPoolAsync",
-                          "2097152 bytes requested on fake device 0, which has 1048576 of "
-                          "1048576 bytes free");
+  EMM_EXPECT_DRIVER_ERROR(
+      driver->mem_alloc_from_pool_async(2 * kMiB, pool, nullptr), CUDA_ERROR_OUT_OF_MEMORY,
+      "cuMemAllocFromPoolAsync",
+      HasSubstr("2097152 bytes requested on fake device 0, which has 1048576 of "
+                "1048576 bytes free"));
   // Outstanding allocations outlive their destroyed pool, as in CUDA.
   const CUdeviceptr p = driver->mem_alloc_from_pool_async(64, pool, nullptr);
   driver->mem_pool_destroy(pool);
   EMM_EXPECT_DRIVER_ERROR(driver->mem_pool_destroy(pool), CUDA_ERROR_INVALID_HANDLE,
-                          "cuMemPoolDestroy", "(destroyed twice, or never created)");
+                          "cuMemPoolDestroy", HasSubstr("(destroyed twice, or never created)"));
   EMM_EXPECT_DRIVER_ERROR(driver->mem_alloc_from_pool_async(64, pool, nullptr),
                           CUDA_ERROR_INVALID_HANDLE, "cuMemAllocFromPoolAsync",
-                          "is not a live pool of this process");
+                          HasSubstr("is not a live pool of this process"));
   EMM_EXPECT_DRIVER_ERROR(driver->mem_pool_trim_to(pool, 0), CUDA_ERROR_INVALID_HANDLE,
-                          "cuMemPoolTrimTo", "is not a live pool of this process");
+                          "cuMemPoolTrimTo", HasSubstr("is not a live pool of this process"));
   EXPECT_EQ(driver->invalid_frees(), 1U);
   driver->memset_d8(p, 0, 64);
   driver->mem_free_async(p, nullptr);
@@ -148,9 +154,9 @@ TEST(FakeHandles, PoolCreationAndAttributesAreValidated) {
   CUmemPoolProps host_props = device_pool_props(0);
   host_props.location.type = CU_MEM_LOCATION_TYPE_HOST;
   EMM_EXPECT_DRIVER_ERROR(driver->mem_pool_create(host_props), CUDA_ERROR_INVALID_VALUE,
-                          "cuMemPoolCreate", "CU_MEM_LOCATION_TYPE_DEVICE location");
+                          "cuMemPoolCreate", HasSubstr("CU_MEM_LOCATION_TYPE_DEVICE location"));
   EMM_EXPECT_DRIVER_ERROR(driver->mem_pool_create(device_pool_props(4)), CUDA_ERROR_INVALID_DEVICE,
-                          "cuMemPoolCreate", "device 4 does not exist");
+                          "cuMemPoolCreate", HasSubstr("device 4 does not exist"));
   CUmemoryPool pool = driver->mem_pool_create(device_pool_props(0));
   std::uint64_t threshold = UINT64_MAX;
   driver->mem_pool_set_attribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold);
@@ -162,13 +168,13 @@ TEST(FakeHandles, PoolCreationAndAttributesAreValidated) {
   EMM_EXPECT_DRIVER_ERROR(
       driver->mem_pool_set_attribute(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &high),
       CUDA_ERROR_INVALID_VALUE, "cuMemPoolSetAttribute",
-      "a high-water mark can only be reset to 0");
+      HasSubstr("a high-water mark can only be reset to 0"));
   EMM_EXPECT_DRIVER_ERROR(
       driver->mem_pool_set_attribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &high),
-      CUDA_ERROR_INVALID_VALUE, "cuMemPoolSetAttribute", "cannot be set");
+      CUDA_ERROR_INVALID_VALUE, "cuMemPoolSetAttribute", HasSubstr("cannot be set"));
   EMM_EXPECT_DRIVER_ERROR(
       driver->mem_pool_set_attribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, nullptr),
-      CUDA_ERROR_INVALID_VALUE, "cuMemPoolSetAttribute", "value is null");
+      CUDA_ERROR_INVALID_VALUE, "cuMemPoolSetAttribute", HasSubstr("value is null"));
   driver->mem_pool_trim_to(pool, 0);
   driver->mem_pool_destroy(pool);
 }

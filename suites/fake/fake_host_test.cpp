@@ -13,6 +13,8 @@
 namespace emm::test {
 namespace {
 
+using ::testing::HasSubstr;
+
 std::size_t page() { return static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)); }
 
 // Page-aligned host memory owned by the test, to pin.
@@ -53,7 +55,7 @@ TEST(FakeHost, PortableAndWriteCombinedArePassedThrough) {
 TEST(FakeHost, UnknownHostAllocFlagsAreInvalid) {
   auto driver = current_process();
   EMM_EXPECT_DRIVER_ERROR(driver->mem_host_alloc(64, 0x10), CUDA_ERROR_INVALID_VALUE,
-                          "cuMemHostAlloc", "unknown flags 0x10");
+                          "cuMemHostAlloc", HasSubstr("unknown flags 0x10"));
   EXPECT_EQ(driver->host_allocation_count(), 0U);
 }
 
@@ -90,32 +92,33 @@ TEST(FakeHost, MappedHostAllocationHasAnAliasingDevicePointer) {
   EXPECT_EQ(range.size, 4096U);
   // One byte past the allocation is not mapped.
   EMM_EXPECT_DRIVER_ERROR(driver->memset_d8(device + 4090, 0, 7), CUDA_ERROR_INVALID_VALUE,
-                          "cuMemsetD8", "is not inside one live allocation");
+                          "cuMemsetD8", HasSubstr("is not inside one live allocation"));
   driver->mem_free(d);
   driver->mem_free_host(host);
   EMM_EXPECT_DRIVER_ERROR(driver->memset_d8(device, 0, 1), CUDA_ERROR_INVALID_VALUE, "cuMemsetD8",
-                          "is not inside one live allocation");
+                          HasSubstr("is not inside one live allocation"));
 }
 
 TEST(FakeHost, UnmappedHostMemoryHasNoDevicePointer) {
   auto driver = current_process();
   void* host = driver->mem_host_alloc(4096, CU_MEMHOSTALLOC_PORTABLE);
-  EMM_EXPECT_DRIVER_ERROR(driver->mem_host_get_device_pointer(host, 0), CUDA_ERROR_INVALID_VALUE,
-                          "cuMemHostGetDevicePointer",
-                          "is not in host memory allocated with CU_MEMHOSTALLOC_DEVICEMAP");
+  EMM_EXPECT_DRIVER_ERROR(
+      driver->mem_host_get_device_pointer(host, 0), CUDA_ERROR_INVALID_VALUE,
+      "cuMemHostGetDevicePointer",
+      HasSubstr("is not in host memory allocated with CU_MEMHOSTALLOC_DEVICEMAP"));
   EMM_EXPECT_DRIVER_ERROR(driver->memset_d8(reinterpret_cast<CUdeviceptr>(host), 0, 1),
                           CUDA_ERROR_INVALID_VALUE, "cuMemsetD8",
-                          "is not inside one live allocation");
+                          HasSubstr("is not inside one live allocation"));
   EMM_EXPECT_DRIVER_ERROR(driver->mem_get_address_range(reinterpret_cast<CUdeviceptr>(host)),
                           CUDA_ERROR_NOT_FOUND, "cuMemGetAddressRange",
-                          "is not inside any device allocation");
+                          HasSubstr("is not inside any device allocation"));
   int on_the_stack = 0;
   EMM_EXPECT_DRIVER_ERROR(driver->mem_host_get_device_pointer(&on_the_stack, 0),
                           CUDA_ERROR_INVALID_VALUE, "cuMemHostGetDevicePointer",
-                          "is not in host memory allocated with");
+                          HasSubstr("is not in host memory allocated with"));
   void* mapped = driver->mem_host_alloc(64, CU_MEMHOSTALLOC_DEVICEMAP);
   EMM_EXPECT_DRIVER_ERROR(driver->mem_host_get_device_pointer(mapped, 1), CUDA_ERROR_INVALID_VALUE,
-                          "cuMemHostGetDevicePointer", "flags must be 0, got 1");
+                          "cuMemHostGetDevicePointer", HasSubstr("flags must be 0, got 1"));
   driver->mem_free_host(mapped);
   driver->mem_free_host(host);
 }
@@ -124,9 +127,10 @@ TEST(FakeHost, FreeHostOfUnknownPointerIsInvalidAndCounted) {
   auto driver = current_process();
   void* p = driver->mem_host_alloc(64, 0);
   driver->mem_free_host(p);
-  EMM_EXPECT_DRIVER_ERROR(driver->mem_free_host(p), CUDA_ERROR_INVALID_VALUE, "cuMemFreeHost",
-                          "is not a live cuMemHostAlloc allocation of this process (freed twice, "
-                          "or never allocated)");
+  EMM_EXPECT_DRIVER_ERROR(
+      driver->mem_free_host(p), CUDA_ERROR_INVALID_VALUE, "cuMemFreeHost",
+      HasSubstr("is not a live cuMemHostAlloc allocation of this process (freed twice, "
+                "or never allocated)"));
   EXPECT_EQ(driver->invalid_frees(), 1U);
 }
 
@@ -135,14 +139,15 @@ TEST(FakeHost, DeviceMapFlagsFailWhenTheDeviceCannotMapHostMemory) {
   config.devices[0].can_map_host_memory = false;
   auto driver = current_process(config);
   EXPECT_FALSE(driver->can_map_host_memory(0));
-  EMM_EXPECT_DRIVER_ERROR(driver->mem_host_alloc(64, CU_MEMHOSTALLOC_DEVICEMAP),
-                          CUDA_ERROR_NOT_SUPPORTED, "cuMemHostAlloc",
-                          "CU_MEMHOSTALLOC_DEVICEMAP on fake device 0, which cannot map host "
-                          "memory (CAN_MAP_HOST_MEMORY is 0)");
+  EMM_EXPECT_DRIVER_ERROR(
+      driver->mem_host_alloc(64, CU_MEMHOSTALLOC_DEVICEMAP), CUDA_ERROR_NOT_SUPPORTED,
+      "cuMemHostAlloc",
+      HasSubstr("CU_MEMHOSTALLOC_DEVICEMAP on fake device 0, which cannot map host "
+                "memory (CAN_MAP_HOST_MEMORY is 0)"));
   HostBuffer buffer(page());
   EMM_EXPECT_DRIVER_ERROR(driver->mem_host_register(buffer.data, 64, CU_MEMHOSTREGISTER_DEVICEMAP),
                           CUDA_ERROR_NOT_SUPPORTED, "cuMemHostRegister",
-                          "CU_MEMHOSTREGISTER_DEVICEMAP on fake device 0");
+                          HasSubstr("CU_MEMHOSTREGISTER_DEVICEMAP on fake device 0"));
   // Unmapped requests still work.
   driver->mem_free_host(driver->mem_host_alloc(64, CU_MEMHOSTALLOC_PORTABLE));
   driver->mem_host_register(buffer.data, 64, 0);
@@ -172,13 +177,13 @@ TEST(FakeHost, RegisteringOverlappingBytesIsAlreadyRegistered) {
   driver->mem_host_register(base + page(), page(), 0);
   EMM_EXPECT_DRIVER_ERROR(driver->mem_host_register(base + page() - 96, 200, 0),
                           CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "cuMemHostRegister",
-                          "overlaps memory that is already page-locked");
+                          HasSubstr("overlaps memory that is already page-locked"));
   EMM_EXPECT_DRIVER_ERROR(driver->mem_host_register(base + page() + 10, 10, 0),
                           CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "cuMemHostRegister",
-                          "unregister it first");
+                          HasSubstr("unregister it first"));
   EMM_EXPECT_DRIVER_ERROR(driver->mem_host_register(base, 4 * page(), 0),
                           CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "cuMemHostRegister",
-                          "overlaps memory");
+                          HasSubstr("overlaps memory"));
   EXPECT_EQ(driver->host_registration_count(), 1U);
   // Disjoint bytes are fine, even next to it or in a page it shares (as the real driver
   // answers).
@@ -198,7 +203,7 @@ TEST(FakeHost, RegisteringMemoryFromMemHostAllocIsAlreadyRegistered) {
   void* p = driver->mem_host_alloc(4096, 0);
   EMM_EXPECT_DRIVER_ERROR(driver->mem_host_register(static_cast<char*>(p) + 8, 8, 0),
                           CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "cuMemHostRegister",
-                          "(registered or from cuMemHostAlloc)");
+                          HasSubstr("(registered or from cuMemHostAlloc)"));
   driver->mem_free_host(p);
 }
 
@@ -206,33 +211,35 @@ TEST(FakeHost, RegisterRejectsNullSizeZeroAndUnknownFlags) {
   auto driver = current_process();
   HostBuffer buffer(page());
   EMM_EXPECT_DRIVER_ERROR(driver->mem_host_register(nullptr, 4096, 0), CUDA_ERROR_INVALID_VALUE,
-                          "cuMemHostRegister", "pointer is null");
+                          "cuMemHostRegister", HasSubstr("pointer is null"));
   EMM_EXPECT_DRIVER_ERROR(driver->mem_host_register(buffer.data, 0, 0), CUDA_ERROR_INVALID_VALUE,
-                          "cuMemHostRegister", "bytesize is 0");
+                          "cuMemHostRegister", HasSubstr("bytesize is 0"));
   EMM_EXPECT_DRIVER_ERROR(driver->mem_host_register(buffer.data, 64, 0x100),
-                          CUDA_ERROR_INVALID_VALUE, "cuMemHostRegister", "unknown flags 0x100");
+                          CUDA_ERROR_INVALID_VALUE, "cuMemHostRegister",
+                          HasSubstr("unknown flags 0x100"));
   EXPECT_EQ(driver->host_registration_count(), 0U);
 }
 
 TEST(FakeHost, UnregisterOfUnregisteredMemoryIsNotRegisteredAndCounted) {
   auto driver = current_process();
   HostBuffer buffer(2 * page());
-  EMM_EXPECT_DRIVER_ERROR(driver->mem_host_unregister(buffer.data),
-                          CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "cuMemHostUnregister",
-                          "is not registered in this process (unregistered twice, or never "
-                          "registered)");
+  EMM_EXPECT_DRIVER_ERROR(
+      driver->mem_host_unregister(buffer.data), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
+      "cuMemHostUnregister",
+      HasSubstr("is not registered in this process (unregistered twice, or never "
+                "registered)"));
   driver->mem_host_register(buffer.data + 100, 100, 0);
   // Another address of the same page is not the registration.
   EMM_EXPECT_DRIVER_ERROR(driver->mem_host_unregister(buffer.data),
                           CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "cuMemHostUnregister",
-                          "is not registered in this process");
+                          HasSubstr("is not registered in this process"));
   // An address inside the registration is an invalid value (as the real driver answers).
   EMM_EXPECT_DRIVER_ERROR(driver->mem_host_unregister(buffer.data + 150), CUDA_ERROR_INVALID_VALUE,
-                          "cuMemHostUnregister", "lies inside the registration at ");
+                          "cuMemHostUnregister", HasSubstr("lies inside the registration at "));
   driver->mem_host_unregister(buffer.data + 100);
   EMM_EXPECT_DRIVER_ERROR(driver->mem_host_unregister(buffer.data + 100),
                           CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "cuMemHostUnregister",
-                          "unregistered twice");
+                          HasSubstr("unregistered twice"));
   EXPECT_EQ(driver->invalid_frees(), 4U);
 }
 
@@ -253,12 +260,13 @@ TEST(FakeHost, RegisteredWithDeviceMapHasAnAliasingDevicePointer) {
   driver->mem_host_unregister(start);
   EMM_EXPECT_DRIVER_ERROR(driver->mem_host_get_device_pointer(start, 0), CUDA_ERROR_INVALID_VALUE,
                           "cuMemHostGetDevicePointer",
-                          "registered with CU_MEMHOSTREGISTER_DEVICEMAP");
+                          HasSubstr("registered with CU_MEMHOSTREGISTER_DEVICEMAP"));
 
   // Registered without the flag: no device pointer.
   driver->mem_host_register(start, page(), 0);
   EMM_EXPECT_DRIVER_ERROR(driver->mem_host_get_device_pointer(start, 0), CUDA_ERROR_INVALID_VALUE,
-                          "cuMemHostGetDevicePointer", "is not in host memory allocated with");
+                          "cuMemHostGetDevicePointer",
+                          HasSubstr("is not in host memory allocated with"));
   driver->mem_host_unregister(start);
 }
 

@@ -10,6 +10,8 @@
 namespace emm::test {
 namespace {
 
+using ::testing::HasSubstr;
+
 bool same_bytes(const CUipcMemHandle& a, const CUipcMemHandle& b) {
   return std::memcmp(a.reserved, b.reserved, sizeof a.reserved) == 0;
 }
@@ -27,7 +29,7 @@ TEST_F(FakeIpc, SpawnedProcessSharesTheSystemButNotTheState) {
   EXPECT_EQ(importer->system()->allocation_count(0), 1U);
   // The other process has no such allocation.
   EMM_EXPECT_DRIVER_ERROR(importer->mem_free(p), CUDA_ERROR_INVALID_VALUE, "cuMemFree",
-                          "is not a live device allocation of this process");
+                          HasSubstr("is not a live device allocation of this process"));
   exporter->mem_free(p);
 }
 
@@ -68,7 +70,7 @@ TEST_F(FakeIpc, AnotherProcessReadsTheExportersBytesAtAnInteriorOffset) {
   importer->ipc_close_mem_handle(mapped);
   EXPECT_EQ(importer->ipc_mapping_count(), 0U);
   EMM_EXPECT_DRIVER_ERROR(importer->memcpy_dtoh(read.data(), mapped, 1), CUDA_ERROR_INVALID_VALUE,
-                          "cuMemcpyDtoH", "source range");
+                          "cuMemcpyDtoH", HasSubstr("source range"));
   exporter->mem_free(p);
   EXPECT_EQ(exporter->invalid_frees() + importer->invalid_frees(), 0U);
 }
@@ -78,7 +80,7 @@ TEST_F(FakeIpc, OpeningInTheExportingProcessIsInvalidContext) {
   const CUipcMemHandle handle = exporter->ipc_get_mem_handle(p);
   EMM_EXPECT_DRIVER_ERROR(exporter->ipc_open_mem_handle(handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
                           CUDA_ERROR_INVALID_CONTEXT, "cuIpcOpenMemHandle",
-                          "the handle was exported by this process");
+                          HasSubstr("the handle was exported by this process"));
   EXPECT_EQ(exporter->ipc_mapping_count(), 0U);
   exporter->mem_free(p);
 }
@@ -88,7 +90,7 @@ TEST_F(FakeIpc, OpeningTwiceInOneProcessIsAlreadyMapped) {
   const CUipcMemHandle handle = exporter->ipc_get_mem_handle(p);
   const CUdeviceptr mapped = importer->ipc_open_mem_handle(handle, 0);
   EMM_EXPECT_DRIVER_ERROR(importer->ipc_open_mem_handle(handle, 0), CUDA_ERROR_ALREADY_MAPPED,
-                          "cuIpcOpenMemHandle", "close that mapping first");
+                          "cuIpcOpenMemHandle", HasSubstr("close that mapping first"));
   EXPECT_EQ(importer->ipc_mapping_count(), 1U);
   importer->ipc_close_mem_handle(mapped);
   // Closed, it can be opened again; a third process may open it at the same time.
@@ -104,12 +106,13 @@ TEST_F(FakeIpc, OpeningTwiceInOneProcessIsAlreadyMapped) {
 TEST_F(FakeIpc, GarbageBytesAreInvalidValue) {
   CUipcMemHandle garbage;
   std::memset(garbage.reserved, 0x5a, sizeof garbage.reserved);
-  EMM_EXPECT_DRIVER_ERROR(importer->ipc_open_mem_handle(garbage, 0), CUDA_ERROR_INVALID_VALUE,
-                          "cuIpcOpenMemHandle",
-                          "the handle's bytes are not a handle made by cuIpcGetMemHandle");
+  EMM_EXPECT_DRIVER_ERROR(
+      importer->ipc_open_mem_handle(garbage, 0), CUDA_ERROR_INVALID_VALUE, "cuIpcOpenMemHandle",
+      HasSubstr("the handle's bytes are not a handle made by cuIpcGetMemHandle"));
   const CUipcMemHandle zero{};
   EMM_EXPECT_DRIVER_ERROR(importer->ipc_open_mem_handle(zero, 0), CUDA_ERROR_INVALID_VALUE,
-                          "cuIpcOpenMemHandle", "not a handle made by cuIpcGetMemHandle");
+                          "cuIpcOpenMemHandle",
+                          HasSubstr("not a handle made by cuIpcGetMemHandle"));
   // A valid handle with one byte flipped anywhere is rejected too.
   const CUdeviceptr p = exporter->mem_alloc(256);
   const CUipcMemHandle handle = exporter->ipc_get_mem_handle(p);
@@ -117,7 +120,7 @@ TEST_F(FakeIpc, GarbageBytesAreInvalidValue) {
     CUipcMemHandle corrupted = handle;
     corrupted.reserved[i] = static_cast<char>(corrupted.reserved[i] ^ 0x01);
     EMM_EXPECT_DRIVER_ERROR(importer->ipc_open_mem_handle(corrupted, 0), CUDA_ERROR_INVALID_VALUE,
-                            "cuIpcOpenMemHandle", "the handle");
+                            "cuIpcOpenMemHandle", HasSubstr("the handle"));
   }
   EXPECT_EQ(importer->ipc_mapping_count(), 0U);
   exporter->mem_free(p);
@@ -127,14 +130,14 @@ TEST_F(FakeIpc, HandleOfAFreedBlockIsInvalidValue) {
   const CUdeviceptr p = exporter->mem_alloc(256);
   const CUipcMemHandle handle = exporter->ipc_get_mem_handle(p);
   exporter->mem_free(p);
-  EMM_EXPECT_DRIVER_ERROR(importer->ipc_open_mem_handle(handle, 0), CUDA_ERROR_INVALID_VALUE,
-                          "cuIpcOpenMemHandle",
-                          "the exporting process has freed the allocation this handle names");
+  EMM_EXPECT_DRIVER_ERROR(
+      importer->ipc_open_mem_handle(handle, 0), CUDA_ERROR_INVALID_VALUE, "cuIpcOpenMemHandle",
+      HasSubstr("the exporting process has freed the allocation this handle names"));
   // Even once the address is in use again.
   const CUdeviceptr reused = exporter->mem_alloc(256);
   EXPECT_EQ(reused, p);
   EMM_EXPECT_DRIVER_ERROR(importer->ipc_open_mem_handle(handle, 0), CUDA_ERROR_INVALID_VALUE,
-                          "cuIpcOpenMemHandle", "has freed the allocation");
+                          "cuIpcOpenMemHandle", HasSubstr("has freed the allocation"));
   exporter->mem_free(reused);
 }
 
@@ -143,17 +146,19 @@ TEST_F(FakeIpc, HandleOfAnotherSystemIsInvalidValue) {
   const CUdeviceptr p = elsewhere->mem_alloc(256);
   EMM_EXPECT_DRIVER_ERROR(importer->ipc_open_mem_handle(elsewhere->ipc_get_mem_handle(p), 0),
                           CUDA_ERROR_INVALID_VALUE, "cuIpcOpenMemHandle",
-                          "the handle comes from another FakeSystem");
+                          HasSubstr("the handle comes from another FakeSystem"));
   elsewhere->mem_free(p);
 }
 
 TEST_F(FakeIpc, ExportingNonCuMemAllocMemoryIsInvalidValue) {
   EMM_EXPECT_DRIVER_ERROR(exporter->ipc_get_mem_handle(0x10), CUDA_ERROR_INVALID_VALUE,
-                          "cuIpcGetMemHandle", "is not inside a live cuMemAlloc allocation");
+                          "cuIpcGetMemHandle",
+                          HasSubstr("is not inside a live cuMemAlloc allocation"));
   void* host = exporter->mem_host_alloc(4096, CU_MEMHOSTALLOC_DEVICEMAP);
   EMM_EXPECT_DRIVER_ERROR(
       exporter->ipc_get_mem_handle(exporter->mem_host_get_device_pointer(host, 0)),
-      CUDA_ERROR_INVALID_VALUE, "cuIpcGetMemHandle", "is not inside a live cuMemAlloc allocation");
+      CUDA_ERROR_INVALID_VALUE, "cuIpcGetMemHandle",
+      HasSubstr("is not inside a live cuMemAlloc allocation"));
   exporter->mem_free_host(host);
 
   CUmemPoolProps props{};
@@ -164,21 +169,21 @@ TEST_F(FakeIpc, ExportingNonCuMemAllocMemoryIsInvalidValue) {
   const CUdeviceptr pooled = exporter->mem_alloc_from_pool_async(512, pool, nullptr);
   EMM_EXPECT_DRIVER_ERROR(exporter->ipc_get_mem_handle(pooled + 1), CUDA_ERROR_INVALID_VALUE,
                           "cuIpcGetMemHandle",
-                          "is stream-ordered pool memory; cuIpcGetMemHandle only exports "
-                          "cuMemAlloc allocations");
+                          HasSubstr("is stream-ordered pool memory; cuIpcGetMemHandle only exports "
+                                    "cuMemAlloc allocations"));
   exporter->mem_free_async(pooled, nullptr);
   exporter->mem_pool_destroy(pool);
 
   const CUdeviceptr managed = exporter->mem_alloc_managed(512, CU_MEM_ATTACH_GLOBAL);
   EMM_EXPECT_DRIVER_ERROR(exporter->ipc_get_mem_handle(managed), CUDA_ERROR_INVALID_VALUE,
-                          "cuIpcGetMemHandle", "is managed memory");
+                          "cuIpcGetMemHandle", HasSubstr("is managed memory"));
   exporter->mem_free(managed);
 
   // An importer cannot re-export what it mapped.
   const CUdeviceptr p = exporter->mem_alloc(256);
   const CUdeviceptr mapped = importer->ipc_open_mem_handle(exporter->ipc_get_mem_handle(p), 0);
   EMM_EXPECT_DRIVER_ERROR(importer->ipc_get_mem_handle(mapped), CUDA_ERROR_INVALID_VALUE,
-                          "cuIpcGetMemHandle", "is inside an IPC mapping");
+                          "cuIpcGetMemHandle", HasSubstr("is inside an IPC mapping"));
   importer->ipc_close_mem_handle(mapped);
   exporter->mem_free(p);
 }
@@ -186,17 +191,18 @@ TEST_F(FakeIpc, ExportingNonCuMemAllocMemoryIsInvalidValue) {
 TEST_F(FakeIpc, ClosingWhatIsNotMappedIsInvalidValueAndCounted) {
   const CUdeviceptr p = exporter->mem_alloc(256);
   const CUdeviceptr mapped = importer->ipc_open_mem_handle(exporter->ipc_get_mem_handle(p), 0);
-  EMM_EXPECT_DRIVER_ERROR(importer->ipc_close_mem_handle(mapped + 100), CUDA_ERROR_INVALID_VALUE,
-                          "cuIpcCloseMemHandle",
-                          "is not the base of an open cuIpcOpenMemHandle mapping of this process");
+  EMM_EXPECT_DRIVER_ERROR(
+      importer->ipc_close_mem_handle(mapped + 100), CUDA_ERROR_INVALID_VALUE, "cuIpcCloseMemHandle",
+      HasSubstr("is not the base of an open cuIpcOpenMemHandle mapping of this process"));
   EMM_EXPECT_DRIVER_ERROR(exporter->ipc_close_mem_handle(p), CUDA_ERROR_INVALID_VALUE,
-                          "cuIpcCloseMemHandle", "is not the base of an open");
+                          "cuIpcCloseMemHandle", HasSubstr("is not the base of an open"));
   // cuMemFree does not unmap an IPC mapping.
-  EMM_EXPECT_DRIVER_ERROR(importer->mem_free(mapped), CUDA_ERROR_INVALID_VALUE, "cuMemFree",
-                          "was mapped by cuIpcOpenMemHandle; unmap it with cuIpcCloseMemHandle");
+  EMM_EXPECT_DRIVER_ERROR(
+      importer->mem_free(mapped), CUDA_ERROR_INVALID_VALUE, "cuMemFree",
+      HasSubstr("was mapped by cuIpcOpenMemHandle; unmap it with cuIpcCloseMemHandle"));
   importer->ipc_close_mem_handle(mapped);
   EMM_EXPECT_DRIVER_ERROR(importer->ipc_close_mem_handle(mapped), CUDA_ERROR_INVALID_VALUE,
-                          "cuIpcCloseMemHandle", "is not the base of an open");
+                          "cuIpcCloseMemHandle", HasSubstr("is not the base of an open"));
   EXPECT_EQ(importer->invalid_frees(), 3U);
   EXPECT_EQ(exporter->invalid_frees(), 1U);
   exporter->mem_free(p);
@@ -219,7 +225,7 @@ TEST_F(FakeIpc, ExporterFreeingKeepsTheBlockAliveUntilTheLastMappingCloses) {
   // No new process can open it any more.
   auto late = make_current(exporter->spawn_process());
   EMM_EXPECT_DRIVER_ERROR(late->ipc_open_mem_handle(handle, 0), CUDA_ERROR_INVALID_VALUE,
-                          "cuIpcOpenMemHandle", "has freed the allocation");
+                          "cuIpcOpenMemHandle", HasSubstr("has freed the allocation"));
 
   importer->ipc_close_mem_handle(mapped);
   EXPECT_EQ(system.allocation_count(0), 0U);
@@ -239,12 +245,13 @@ TEST_F(FakeIpc, ImporterEndingClosesItsMappings) {
 TEST_F(FakeIpc, OpenNeedsAContextAndValidFlags) {
   const CUdeviceptr p = exporter->mem_alloc(256);
   const CUipcMemHandle handle = exporter->ipc_get_mem_handle(p);
-  EMM_EXPECT_DRIVER_ERROR(importer->ipc_open_mem_handle(handle, 8), CUDA_ERROR_INVALID_VALUE,
-                          "cuIpcOpenMemHandle",
-                          "flags must be 0 or CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS, got 8");
+  EMM_EXPECT_DRIVER_ERROR(
+      importer->ipc_open_mem_handle(handle, 8), CUDA_ERROR_INVALID_VALUE, "cuIpcOpenMemHandle",
+      HasSubstr("flags must be 0 or CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS, got 8"));
   importer->ctx_set_current(nullptr);
   EMM_EXPECT_DRIVER_ERROR(importer->ipc_open_mem_handle(handle, 0), CUDA_ERROR_INVALID_CONTEXT,
-                          "cuIpcOpenMemHandle", "no CUDA context is current on this thread");
+                          "cuIpcOpenMemHandle",
+                          HasSubstr("no CUDA context is current on this thread"));
   EXPECT_EQ(importer->ipc_mapping_count(), 0U);
   exporter->mem_free(p);
 }
@@ -256,10 +263,11 @@ TEST(FakeIpcDevices, OpeningOnAnotherDeviceNeedsPeerAccess) {
   const CUdeviceptr p = exporter->mem_alloc(256);
   const CUipcMemHandle handle = exporter->ipc_get_mem_handle(p);
   auto importer = make_current(exporter->spawn_process(), 1);
-  EMM_EXPECT_DRIVER_ERROR(importer->ipc_open_mem_handle(handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
-                          CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, "cuIpcOpenMemHandle",
-                          "the allocation lives on fake device 0 and the current context is on "
-                          "device 1, which has no peer access to it");
+  EMM_EXPECT_DRIVER_ERROR(
+      importer->ipc_open_mem_handle(handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
+      CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, "cuIpcOpenMemHandle",
+      HasSubstr("the allocation lives on fake device 0 and the current context is on "
+                "device 1, which has no peer access to it"));
   exporter->mem_free(p);
 
   config.peer_access = true;

@@ -15,6 +15,8 @@
 namespace emm::test {
 namespace {
 
+using ::testing::HasSubstr;
+
 std::vector<unsigned char> pattern(std::size_t size, unsigned seed) {
   std::vector<unsigned char> bytes(size);
   for (std::size_t i = 0; i < size; ++i) bytes[i] = static_cast<unsigned char>(i * 31 + seed);
@@ -134,9 +136,10 @@ TEST(FakeMemory, FillingTheDeviceExactlySucceedsThenOneMoreByteIsOutOfMemory) {
   auto driver = current_process(config);
   const CUdeviceptr all = driver->mem_alloc(64 * kMiB);
   EXPECT_EQ(driver->mem_get_info().free, 0U);
-  EMM_EXPECT_DRIVER_ERROR(driver->mem_alloc(1), CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc",
-                          "1 bytes requested on fake device 0, which has 0 of 67108864 bytes "
-                          "free");
+  EMM_EXPECT_DRIVER_ERROR(
+      driver->mem_alloc(1), CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc",
+      HasSubstr("1 bytes requested on fake device 0, which has 0 of 67108864 bytes "
+                "free"));
   driver->mem_free(all);
   driver->mem_free(driver->mem_alloc(1));
 }
@@ -146,8 +149,8 @@ TEST(FakeMemory, OnePebibyteIsOutOfMemoryAndChangesNothing) {
   const CUdeviceptr kept = driver->mem_alloc(4096);
   EMM_EXPECT_DRIVER_ERROR(driver->mem_alloc(std::size_t{1} << 50), CUDA_ERROR_OUT_OF_MEMORY,
                           "cuMemAlloc",
-                          "1125899906842624 bytes requested on fake device 0, which has "
-                          "4294963200 of 4294967296 bytes free");
+                          HasSubstr("1125899906842624 bytes requested on fake device 0, which has "
+                                    "4294963200 of 4294967296 bytes free"));
   EXPECT_EQ(driver->system()->bytes_in_use(0), 4096U);
   EXPECT_EQ(driver->live_allocations().size(), 1U);
   // Still usable.
@@ -159,33 +162,29 @@ TEST(FakeMemory, SizeMaxIsOutOfMemoryNotAWrappedSmallRequest) {
   auto driver = current_process();
   EMM_EXPECT_DRIVER_ERROR(driver->mem_alloc(std::numeric_limits<std::size_t>::max()),
                           CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc",
-                          "18446744073709551615 bytes requested");
+                          HasSubstr("18446744073709551615 bytes requested"));
   EMM_EXPECT_DRIVER_ERROR(driver->mem_alloc(std::numeric_limits<std::size_t>::max() - 100),
-                          CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc", "bytes requested");
+                          CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc", HasSubstr("bytes requested"));
   EXPECT_EQ(driver->system()->bytes_in_use(0), 0U);
   EXPECT_EQ(driver->system()->allocation_count(0), 0U);
 }
 
 TEST(FakeMemory, OutOfMemoryMessageSaysWhatToDo) {
   auto driver = current_process();
-  try {
-    driver->mem_alloc(std::size_t{1} << 50);
-    FAIL() << "cuMemAlloc of 1 PiB succeeded";
-  } catch (const CudaDriverError& error) {
-    EXPECT_EQ(error.code(), CUDA_ERROR_OUT_OF_MEMORY);
-    EXPECT_EQ(error.code_name(), "CUDA_ERROR_OUT_OF_MEMORY");
-    EXPECT_EQ(error.call(), "cuMemAlloc");
-    EXPECT_THAT(std::string(error.what()),
-                ::testing::StartsWith("cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY"));
-  }
+  auto error = EMM_EXPECT_DRIVER_ERROR(
+      driver->mem_alloc(std::size_t{1} << 50), CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc",
+      ::testing::StartsWith("cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY"));
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(error->code_name(), "CUDA_ERROR_OUT_OF_MEMORY");
 }
 
 TEST(FakeMemory, SizeZeroIsInvalidValue) {
   auto driver = current_process();
   EMM_EXPECT_DRIVER_ERROR(driver->mem_alloc(0), CUDA_ERROR_INVALID_VALUE, "cuMemAlloc",
-                          "bytesize is 0");
+                          HasSubstr("bytesize is 0"));
   EMM_EXPECT_DRIVER_ERROR(driver->mem_alloc_managed(0, CU_MEM_ATTACH_GLOBAL),
-                          CUDA_ERROR_INVALID_VALUE, "cuMemAllocManaged", "bytesize is 0");
+                          CUDA_ERROR_INVALID_VALUE, "cuMemAllocManaged",
+                          HasSubstr("bytesize is 0"));
   EXPECT_EQ(driver->live_allocations().size(), 0U);
 }
 
@@ -201,12 +200,13 @@ TEST(FakeMemory, DoubleFreeIsInvalidValueAndCounted) {
   const CUdeviceptr p = driver->mem_alloc(256);
   driver->mem_free(p);
   EXPECT_EQ(driver->invalid_frees(), 0U);
-  EMM_EXPECT_DRIVER_ERROR(driver->mem_free(p), CUDA_ERROR_INVALID_VALUE, "cuMemFree",
-                          "is not a live device allocation of this process (freed twice, or "
-                          "never allocated)");
+  EMM_EXPECT_DRIVER_ERROR(
+      driver->mem_free(p), CUDA_ERROR_INVALID_VALUE, "cuMemFree",
+      HasSubstr("is not a live device allocation of this process (freed twice, or "
+                "never allocated)"));
   EXPECT_EQ(driver->invalid_frees(), 1U);
   EMM_EXPECT_DRIVER_ERROR(driver->mem_free(0x1234), CUDA_ERROR_INVALID_VALUE, "cuMemFree",
-                          "0x1234 is not a live device allocation");
+                          HasSubstr("0x1234 is not a live device allocation"));
   EXPECT_EQ(driver->invalid_frees(), 2U);
 }
 
@@ -214,7 +214,7 @@ TEST(FakeMemory, FreeOfAnInteriorPointerIsInvalidAndFreesNothing) {
   auto driver = current_process();
   const CUdeviceptr p = driver->mem_alloc(1000);
   EMM_EXPECT_DRIVER_ERROR(driver->mem_free(p + 8), CUDA_ERROR_INVALID_VALUE, "cuMemFree",
-                          "(offset 8); free the allocation's base address");
+                          HasSubstr("(offset 8); free the allocation's base address"));
   EXPECT_EQ(driver->invalid_frees(), 1U);
   EXPECT_EQ(driver->live_allocations().size(), 1U);
   driver->mem_free(p);
@@ -230,12 +230,13 @@ TEST(FakeMemory, AddressRangeOfInteriorPointersIsTheWholeBlock) {
   }
   // One past the end (inside the alignment padding) belongs to no allocation, as on CUDA.
   EMM_EXPECT_DRIVER_ERROR(driver->mem_get_address_range(p + 1000), CUDA_ERROR_NOT_FOUND,
-                          "cuMemGetAddressRange", "is not inside any device allocation");
+                          "cuMemGetAddressRange", HasSubstr("is not inside any device allocation"));
   EMM_EXPECT_DRIVER_ERROR(driver->mem_get_address_range(0), CUDA_ERROR_NOT_FOUND,
-                          "cuMemGetAddressRange", "0x0 is not inside any device allocation");
+                          "cuMemGetAddressRange",
+                          HasSubstr("0x0 is not inside any device allocation"));
   driver->mem_free(p);
   EMM_EXPECT_DRIVER_ERROR(driver->mem_get_address_range(p), CUDA_ERROR_NOT_FOUND,
-                          "cuMemGetAddressRange", "is not inside any device allocation");
+                          "cuMemGetAddressRange", HasSubstr("is not inside any device allocation"));
 }
 
 TEST(FakeMemory, ThousandRandomLiveAllocationsNeverOverlap) {
@@ -290,20 +291,20 @@ TEST(FakeMemory, CopiesOutsideLiveMemoryAreInvalidAndCounted) {
   const CUdeviceptr q = driver->mem_alloc(1000);
   std::vector<unsigned char> bytes(2000);
   EMM_EXPECT_DRIVER_ERROR(driver->memcpy_htod(p + 990, bytes.data(), 20), CUDA_ERROR_INVALID_VALUE,
-                          "cuMemcpyHtoD", "destination range [");
+                          "cuMemcpyHtoD", HasSubstr("destination range ["));
   EMM_EXPECT_DRIVER_ERROR(driver->memset_d8(p + 990, 1, 20), CUDA_ERROR_INVALID_VALUE, "cuMemsetD8",
-                          "is not inside one live allocation");
+                          HasSubstr("is not inside one live allocation"));
   EMM_EXPECT_DRIVER_ERROR(driver->memcpy_dtoh(bytes.data(), 0x10, 8), CUDA_ERROR_INVALID_VALUE,
-                          "cuMemcpyDtoH", "source range [0x10, +8)");
+                          "cuMemcpyDtoH", HasSubstr("source range [0x10, +8)"));
   // Two neighbouring allocations are not one range, even when adjacent.
   EMM_EXPECT_DRIVER_ERROR(driver->memset_d8(std::min(p, q), 1, 2000), CUDA_ERROR_INVALID_VALUE,
-                          "cuMemsetD8", "is not inside one live allocation");
+                          "cuMemsetD8", HasSubstr("is not inside one live allocation"));
   EMM_EXPECT_DRIVER_ERROR(driver->memcpy_dtod(q, p + 1, 1000), CUDA_ERROR_INVALID_VALUE,
-                          "cuMemcpyDtoD", "source range");
+                          "cuMemcpyDtoD", HasSubstr("source range"));
   EXPECT_EQ(driver->invalid_accesses(), 5U);
   driver->mem_free(p);
   EMM_EXPECT_DRIVER_ERROR(driver->memcpy_dtoh(bytes.data(), p, 1), CUDA_ERROR_INVALID_VALUE,
-                          "cuMemcpyDtoH", "source range");
+                          "cuMemcpyDtoH", HasSubstr("source range"));
   EXPECT_EQ(driver->invalid_accesses(), 6U);
   // An empty copy touches nothing and succeeds wherever it points (as on CUDA).
   driver->memcpy_htod(0x10, bytes.data(), 0);
@@ -317,7 +318,7 @@ TEST(FakeMemory, ManagedMemoryIsCountedAndFreedByMemFree) {
   EXPECT_EQ(driver->device_bytes_in_use(), 4096U);
   driver->memset_d8(p, 3, 4096);
   EMM_EXPECT_DRIVER_ERROR(driver->mem_alloc_managed(64, 7), CUDA_ERROR_INVALID_VALUE,
-                          "cuMemAllocManaged", "flags must be CU_MEM_ATTACH_GLOBAL or");
+                          "cuMemAllocManaged", HasSubstr("flags must be CU_MEM_ATTACH_GLOBAL or"));
   driver->mem_free(p);
   EXPECT_EQ(driver->device_bytes_in_use(), 0U);
 }
@@ -347,30 +348,16 @@ TEST(FakeMemory, DevicesHaveSeparateAddressRangesAndAccounting) {
 TEST(FakeSystemConfigTest, RejectsUnusableConfigurations) {
   FakeSystemConfig zero;
   zero.devices[0].capacity = 0;
-  try {
-    FakeSystem system(zero);
-    FAIL() << "a device of capacity 0 was accepted";
-  } catch (const InvalidArgumentError& error) {
-    EXPECT_STREQ(error.what(),
-                 "FakeSystemConfig::devices[0].capacity must be in [1, 2^38] bytes, got 0");
-  }
+  EMM_EXPECT_THROW(InvalidArgumentError, FakeSystem{zero},
+                   "FakeSystemConfig::devices[0].capacity must be in [1, 2^38] bytes, got 0");
   FakeSystemConfig odd;
   odd.devices[0].alignment = 300;
-  try {
-    FakeSystem system(odd);
-    FAIL() << "an alignment of 300 was accepted";
-  } catch (const InvalidArgumentError& error) {
-    EXPECT_STREQ(error.what(),
-                 "FakeSystemConfig::devices[0].alignment must be a power of two up to 1 GiB, "
-                 "got 300");
-  }
+  EMM_EXPECT_THROW(InvalidArgumentError, FakeSystem{odd},
+                   "FakeSystemConfig::devices[0].alignment must be a power of two up to 1 GiB, "
+                   "got 300");
   FakeSystem system;
-  try {
-    system.capacity(1);
-    FAIL() << "capacity(1) of a one-device system answered";
-  } catch (const InvalidArgumentError& error) {
-    EXPECT_STREQ(error.what(), "FakeSystem has no device 1 (it has 1)");
-  }
+  EMM_EXPECT_THROW(InvalidArgumentError, system.capacity(1),
+                   "FakeSystem has no device 1 (it has 1)");
 }
 
 }  // namespace

@@ -40,14 +40,10 @@ TEST(CudaDriverLoad, MissingLibraryIsDriverUnavailableError) {
 
 TEST(CudaDriverLoad, UnavailableReasonIsTheLoadMessage) {
   RecordProperty("spec", "2.1");
-  std::string thrown;
-  try {
-    CudaDriver::load("libdoes-not-exist.so");
-  } catch (const DriverUnavailableError& error) {
-    thrown = error.what();
-  }
-  ASSERT_THAT(thrown, StartsWith("libdoes-not-exist.so could not be loaded"));
-  EXPECT_EQ(CudaDriver::unavailable_reason("libdoes-not-exist.so"), thrown);
+  auto error = EMM_EXPECT_THROW(DriverUnavailableError, CudaDriver::load("libdoes-not-exist.so"),
+                                StartsWith("libdoes-not-exist.so could not be loaded"));
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(CudaDriver::unavailable_reason("libdoes-not-exist.so"), error->what());
 }
 
 TEST(CudaDriverLoad, LibraryWithoutCuGetProcAddressIsRejected) {

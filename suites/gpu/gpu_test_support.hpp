@@ -1,7 +1,7 @@
 // gpu_test_support.hpp — helpers for the CUDA driver tests (suites/gpu).
 //
-// * EMM_EXPECT_THROW(Type, statement, matcher): from suites/support/expect_throw.hpp (the
-//   statement must throw `Type` whose what() satisfies the GoogleMock string matcher).
+// * EMM_EXPECT_THROW(Type, statement, message): from <emm/conformance/testing/expect_throw.hpp>
+//   (the statement must throw exactly `Type` whose what() is, or satisfies, `message`).
 // * gpu_unavailable_reason(): CudaDriver::unavailable_reason() for libcuda.so.1, asked once.
 // * pattern_byte(): the byte a test writes at an index, so a reader can check what it sees.
 // * run_ipc_child() / spawn_ipc_child(): the second process of the cross-process IPC test. The
@@ -15,10 +15,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <emm/conformance/testing/expect_throw.hpp>
 #include <string>
 
 #include "emm/cuda_api.hpp"
-#include "expect_throw.hpp"
 
 namespace emm::gpu_test {
 

@@ -25,7 +25,7 @@ TEST(Allocation, ALLOC_4_SizeZeroIsANullPointerAndNeverReachesThePlugin) {
   EMM_CLAUSE("ALLOC-4");
   auto fake = std::make_shared<FakeDriver>();
   auto journal = std::make_shared<test::Journal>();
-  Runtime runtime(fake, test::no_env());
+  Runtime runtime(fake, RuntimeOptions::hermetic());
   runtime.set_memory_manager(test::recording_factory(journal));
   Context& context = runtime.get_context(0);
   const std::size_t allocs_before = fake->call_count(DriverCall::cuMemAlloc);
@@ -59,7 +59,7 @@ TEST(Allocation, ALLOC_4_SizeZeroSucceedsEvenWhenThePluginWouldFail) {
       throw std::logic_error("AlwaysFails::memalloc was called");
     }
   };
-  Runtime runtime(std::make_shared<FakeDriver>(), test::no_env());
+  Runtime runtime(std::make_shared<FakeDriver>(), RuntimeOptions::hermetic());
   runtime.set_memory_manager<AlwaysFails>();
   EXPECT_NO_THROW(runtime.get_context(0).memalloc(0));
 }
@@ -75,7 +75,7 @@ TEST(Allocation, ALLOC_8_MappedPinOnADeviceThatCannotMapFailsBeforeThePlugin) {
   config.devices = {can_map, cannot_map};
   auto fake = std::make_shared<FakeDriver>(config);
   auto journal = std::make_shared<test::Journal>();
-  Runtime runtime(fake, test::no_env());
+  Runtime runtime(fake, RuntimeOptions::hermetic());
   runtime.set_memory_manager(test::recording_factory(journal));
 
   Context& mapping = runtime.get_context(0);
@@ -132,7 +132,7 @@ struct NotAnException {
 class PluginAllocationErrors : public ::testing::Test {
  protected:
   PluginAllocationErrors()
-      : fake_(std::make_shared<FakeDriver>()), runtime_(fake_, test::no_env()) {
+      : fake_(std::make_shared<FakeDriver>()), runtime_(fake_, RuntimeOptions::hermetic()) {
     runtime_.set_memory_manager<FailingPlugin>();
     context_ = &runtime_.get_context(0);
     plugin_ = dynamic_cast<FailingPlugin*>(&context_->memory_manager());

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "emm/context.hpp"
-#include "emm/ipc_handle.hpp"
 #include "emm/fake/fake_driver.hpp"
+#include "emm/ipc_handle.hpp"
 #include "emm/runtime.hpp"
 #include "reference_test_support.hpp"
 
@@ -30,7 +30,7 @@ class BadInput : public ::testing::Test {
   BadInput()
       : fake_(std::make_shared<FakeDriver>()),
         journal_(std::make_shared<test::Journal>()),
-        runtime_(fake_, test::no_env()) {
+        runtime_(fake_, RuntimeOptions::hermetic()) {
     runtime_.set_memory_manager(test::recording_factory(journal_));
     context_ = &runtime_.get_context(0);
   }
@@ -179,7 +179,7 @@ TEST_F(BadInput, IPC_3_DoubleOpenAndCloseOfAnUnopenedHandle) {
   const auto bytes = context_->get_ipc_handle(exported_memory).serialize();
   auto other = fake_->spawn_process();
   {
-    Runtime importing(other, test::no_env());
+    Runtime importing(other, RuntimeOptions::hermetic());
     Context& destination = importing.get_context(0);
     IpcHandle handle = IpcHandle::deserialize(bytes);
     EMM_EXPECT_THROW(IpcStateError, handle.close(), StrEq("IpcHandle not opened"));
@@ -212,7 +212,7 @@ TEST_F(BadInput, OpeningAHandleWhoseMemoryWasFreedFailsCleanly) {
   context_->reset();  // the exporter really frees it
   auto other = fake_->spawn_process();
   {
-    Runtime importing(other, test::no_env());
+    Runtime importing(other, RuntimeOptions::hermetic());
     IpcHandle handle = IpcHandle::deserialize(bytes);
     EMM_EXPECT_THROW(CudaDriverError, handle.open(importing.get_context(0)),
                      HasSubstr("cuIpcOpenMemHandle failed"));

@@ -20,7 +20,7 @@ TEST(Concurrency, EightThreadsAllocateAndFreeThroughOneContext) {
   constexpr int kThreads = 8;
   constexpr int kOperations = 1500;
   auto fake = std::make_shared<FakeDriver>();
-  Runtime runtime(fake, test::no_env());
+  Runtime runtime(fake, RuntimeOptions::hermetic());
   Context& context = runtime.get_context(0);
   std::atomic<int> corrupted{0};
   std::atomic<int> allocations{0};

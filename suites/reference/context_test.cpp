@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "emm/fake/fake_driver.hpp"
 #include "emm/host_only_memory_manager.hpp"
 #include "emm/ipc_handle.hpp"
-#include "emm/fake/fake_driver.hpp"
 #include "emm/mocks/mock_driver.hpp"
 #include "emm/runtime.hpp"
 #include "emm/stream.hpp"
@@ -104,7 +104,7 @@ TEST(ContextResources, CTX_1_StreamsEventsAndModulesNeverReachThePlugin) {
   EMM_CLAUSE("CTX-1");
   auto fake = std::make_shared<FakeDriver>();
   auto journal = std::make_shared<test::Journal>();
-  Runtime runtime(fake, test::no_env());
+  Runtime runtime(fake, RuntimeOptions::hermetic());
   runtime.set_memory_manager(test::recording_factory(journal));
   expect_resources_bypass_the_plugin(runtime, *fake, journal.get());
 
@@ -117,14 +117,14 @@ TEST(ContextResources, CTX_1_StreamsEventsAndModulesNeverReachThePlugin) {
 TEST(ContextResources, CTX_1_SameWithTheDefaultManager) {
   EMM_CLAUSE("CTX-1");
   auto fake = std::make_shared<FakeDriver>();
-  Runtime runtime(fake, test::no_env());
+  Runtime runtime(fake, RuntimeOptions::hermetic());
   expect_resources_bypass_the_plugin(runtime, *fake);
 }
 
 TEST(ContextResources, CTX_1_ResourceDestructionIsDeferredByDeferCleanup) {
   EMM_CLAUSE("CTX-1");
   auto fake = std::make_shared<FakeDriver>();
-  Runtime runtime(fake, test::no_env());
+  Runtime runtime(fake, RuntimeOptions::hermetic());
   Context& context = runtime.get_context(0);
   {
     CleanupGuard guard = context.defer_cleanup();
@@ -139,7 +139,7 @@ TEST(ContextResources, CTX_1_ResourceDestructionIsDeferredByDeferCleanup) {
 TEST(ContextResources, CTX_1_StreamsAndEventsStillHeldAtCloseAreDestroyed) {
   EMM_CLAUSE("CTX-1");
   auto fake = std::make_shared<FakeDriver>();
-  Runtime runtime(fake, test::no_env());
+  Runtime runtime(fake, RuntimeOptions::hermetic());
   Context& context = runtime.get_context(0);
   std::shared_ptr<Stream> stream = context.create_stream();
   std::shared_ptr<Event> event = context.create_event();
@@ -236,7 +236,7 @@ TEST(ContextDriverUse, CTX_2_WithAPluginInUseTheHostNeverCallsCuMemAllocOrCuMemF
   EMM_CLAUSE("CTX-2");
   // Another process exports a buffer with the default manager, for the IPC imports.
   auto exporter = std::make_shared<FakeDriver>(two_devices());
-  Runtime exporting(exporter, test::no_env());
+  Runtime exporting(exporter, RuntimeOptions::hermetic());
   Context& source = exporting.get_context(0);
   auto exported_memory = source.memalloc(4096);
   const auto exported = source.get_ipc_handle(exported_memory->view(100, 1100)).serialize();
@@ -246,7 +246,7 @@ TEST(ContextDriverUse, CTX_2_WithAPluginInUseTheHostNeverCallsCuMemAllocOrCuMemF
   EXPECT_CALL(*mock, mem_alloc(_)).Times(0);
   EXPECT_CALL(*mock, mem_free(_)).Times(0);
   {
-    Runtime runtime(mock, test::no_env());
+    Runtime runtime(mock, RuntimeOptions::hermetic());
     runtime.set_memory_manager<PoolPlugin>();
     drive_every_operation(runtime, exported, 1000);
   }
@@ -272,7 +272,7 @@ void default_manager_under_the_ctx2_mock() {
   EXPECT_CALL(*mock, mem_alloc(_)).Times(0);
   EXPECT_CALL(*mock, mem_free(_)).Times(0);
   {
-    Runtime runtime(mock, test::no_env());
+    Runtime runtime(mock, RuntimeOptions::hermetic());
     runtime.get_context(0).memalloc(64);
   }
 }
@@ -300,7 +300,7 @@ TEST(ContextReset, CTX_3_PluginResetThenModulesThenTheContextQueue) {
   EMM_CLAUSE("CTX-3");
   auto fake = std::make_shared<FakeDriver>();
   auto journal = std::make_shared<test::Journal>();
-  Runtime runtime(fake, test::no_env());
+  Runtime runtime(fake, RuntimeOptions::hermetic());
   runtime.set_memory_manager(test::recording_factory(journal));
   Context& context = runtime.get_context(0);
 

@@ -39,7 +39,8 @@ constexpr std::size_t kLargeCapacity = std::size_t{1} << 30;
 // A runtime over one fake device, with the default manager's queue at hand.
 class DefaultManager : public ::testing::Test {
  protected:
-  explicit DefaultManager(FakeDeviceConfig device = {}, RuntimeOptions options = test::no_env())
+  explicit DefaultManager(FakeDeviceConfig device = {},
+                          RuntimeOptions options = RuntimeOptions::hermetic())
       : fake_(make_fake(device)),
         runtime_(fake_, std::move(options)),
         context_(runtime_.get_context(0)),
@@ -202,7 +203,7 @@ TEST(PendingDeallocs, DEALLOC_3_CapacityComesFromGetMemoryInfoAndIsSetOnlyIfUnse
     MemoryInfo get_memory_info() override { return MemoryInfo{32, 64}; }
   };
   auto fake = std::make_shared<FakeDriver>();
-  Runtime runtime(fake, test::no_env());
+  Runtime runtime(fake, RuntimeOptions::hermetic());
   const CUcontext handle = fake->primary_ctx_retain(0);
   auto small = [](Context* c) { return std::make_unique<SmallInfo>(c); };
   {
@@ -515,7 +516,7 @@ TEST(DeallocConfig, DEALLOC_7_UnparsableRatioWarnsAndKeepsTheDefault) {
 TEST(DeallocConfig, DEALLOC_7_RuntimeAppliesTheEnvironmentToTheDefaultManager) {
   EMM_CLAUSE("DEALLOC-7");
   auto fake = std::make_shared<FakeDriver>();
-  Runtime runtime(fake, test::no_env({{kCountVar, "2"}, {kRatioVar, "0.5"}}));
+  Runtime runtime(fake, RuntimeOptions::hermetic({{kCountVar, "2"}, {kRatioVar, "0.5"}}));
   EXPECT_EQ(runtime.dealloc_config().max_count, 2u);
   Context& context = runtime.get_context(0);
   PendingDeallocs& queue = test::host_only(context).deallocations();
@@ -534,7 +535,7 @@ TEST(DeallocConfig, DEALLOC_7_RuntimeAppliesTheEnvironmentToTheDefaultManager) {
 TEST(DeallocConfig, DEALLOC_7_RuntimeWarnsAboutABadValueAndUsesTheDefault) {
   EMM_CLAUSE("DEALLOC-7");
   Diagnostics::Capture capture;
-  Runtime runtime(std::make_shared<FakeDriver>(), test::no_env({{kCountVar, "many"}}));
+  Runtime runtime(std::make_shared<FakeDriver>(), RuntimeOptions::hermetic({{kCountVar, "many"}}));
   EXPECT_EQ(capture.count(DiagnosticEvent::Kind::warning), 1u);
   EXPECT_EQ(runtime.dealloc_config().max_count, DeallocConfig::kDefaultMaxCount);
 }

@@ -47,7 +47,7 @@ class ScopeRecordingPlugin : public NumbaCUDAMemoryManager {
 
 TEST(DeferCleanup, DEFER_1_PluginGuardIsOuterContextQueueInnerAndExitIsReversed) {
   EMM_CLAUSE("DEFER-1");
-  Runtime runtime(std::make_shared<FakeDriver>(), test::no_env());
+  Runtime runtime(std::make_shared<FakeDriver>(), RuntimeOptions::hermetic());
   runtime.set_memory_manager<ScopeRecordingPlugin>();
   Context& context = runtime.get_context(0);
   auto& plugin = dynamic_cast<ScopeRecordingPlugin&>(context.memory_manager());
@@ -71,7 +71,7 @@ TEST(DeferCleanup, DEFER_1_PluginGuardIsOuterContextQueueInnerAndExitIsReversed)
 
 TEST(DeferCleanup, DEFER_1_ContextGuardsNestAndMove) {
   EMM_CLAUSE("DEFER-1");
-  Runtime runtime(std::make_shared<FakeDriver>(), test::no_env());
+  Runtime runtime(std::make_shared<FakeDriver>(), RuntimeOptions::hermetic());
   Context& context = runtime.get_context(0);
   PendingDeallocs& plugin_queue = test::host_only(context).deallocations();
   CleanupGuard outer = context.defer_cleanup();
@@ -154,7 +154,7 @@ class DeferThroughContext : public ::testing::Test {
  protected:
   DeferThroughContext()
       : fake_(std::make_shared<FakeDriver>()),
-        runtime_(fake_, test::no_env()),
+        runtime_(fake_, RuntimeOptions::hermetic()),
         context_(runtime_.get_context(0)),
         queue_(test::host_only(context_).deallocations()) {}
   std::size_t frees() const { return fake_->call_count(DriverCall::cuMemFree); }

@@ -10,8 +10,8 @@
 
 #include "emm/context.hpp"
 #include "emm/diagnostics.hpp"
-#include "emm/memory_pointer.hpp"
 #include "emm/fake/fake_driver.hpp"
+#include "emm/memory_pointer.hpp"
 #include "emm/runtime.hpp"
 #include "reference_test_support.hpp"
 
@@ -92,7 +92,7 @@ TEST(Finalizer, FIN_2_UnmanagedPointerIgnoresFree) {
 TEST(Finalizer, FIN_2_DefaultManagerPointerFreesOnceThroughTheDriver) {
   EMM_CLAUSE("FIN-2");
   auto fake = std::make_shared<FakeDriver>();
-  Runtime runtime(fake, test::no_env());
+  Runtime runtime(fake, RuntimeOptions::hermetic());
   Context& context = runtime.get_context(0);
   auto memory = context.memalloc(1024);
   memory->free();
@@ -144,7 +144,7 @@ TEST(Finalizer, FIN_3_ViewRefcountsAndOffsetsOnAPlainMemoryPointer) {
 TEST(Finalizer, FIN_3_ViewRefcountsAndOffsetsOnTheDefaultManagersPointer) {
   EMM_CLAUSE("FIN-3");
   auto fake = std::make_shared<FakeDriver>();
-  Runtime runtime(fake, test::no_env());
+  Runtime runtime(fake, RuntimeOptions::hermetic());
   Context& context = runtime.get_context(0);
   auto memory = context.memalloc(1024);
   check_derived_pointers(memory);
@@ -274,7 +274,7 @@ TEST(Finalizer, FIN_6_FailingDeferredFreeIsReportedAndTheRestOfTheFlushHappens) 
   // that flush fails. The error is reported, not thrown from the destructor, and the other ten
   // allocations are freed.
   auto fake = std::make_shared<FakeDriver>();
-  Runtime runtime(fake, test::no_env());
+  Runtime runtime(fake, RuntimeOptions::hermetic());
   Context& context = runtime.get_context(0);
   std::vector<std::shared_ptr<MemoryPointer>> pointers;
   for (int i = 0; i < 11; ++i) pointers.push_back(context.memalloc(4096));

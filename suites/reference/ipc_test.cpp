@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "emm/context.hpp"
-#include "emm/ipc_handle.hpp"
 #include "emm/fake/fake_driver.hpp"
+#include "emm/ipc_handle.hpp"
 #include "emm/runtime.hpp"
 #include "reference_test_support.hpp"
 
@@ -63,9 +63,10 @@ class Ipc : public ::testing::Test {
   static constexpr std::size_t kViewStart = 256;
   static constexpr std::size_t kViewSize = 1000;
 
-  explicit Ipc(FakeSystemConfig config = {}, RuntimeOptions importer_options = test::no_env())
+  explicit Ipc(FakeSystemConfig config = {},
+               RuntimeOptions importer_options = RuntimeOptions::hermetic())
       : exporter_(std::make_shared<FakeDriver>(config)),
-        exporting_(exporter_, test::no_env()),
+        exporting_(exporter_, RuntimeOptions::hermetic()),
         source_(exporting_.get_context(0)),
         memory_(source_.memalloc(kAllocation)),
         importer_(exporter_->spawn_process()),
@@ -201,7 +202,7 @@ std::vector<std::byte> valid_record() {
 TEST(IpcSerialization, IPC_4_RoundTripKeepsEveryFieldAndDropsTheBase) {
   EMM_CLAUSE("IPC-4");
   auto fake = std::make_shared<FakeDriver>();
-  Runtime runtime(fake, test::no_env());
+  Runtime runtime(fake, RuntimeOptions::hermetic());
   Context& context = runtime.get_context(0);
   auto memory = context.memalloc(1 << 16);
   for (std::size_t offset : {0u, 1u, 256u, 4099u}) {
@@ -467,7 +468,7 @@ TEST_F(PeerIpc, IPC_5_PeerAccessOpensDirectlyOnAnotherDevice) {
 // --- IPC-6 ---------------------------------------------------------------------------------
 
 RuntimeOptions without_ipc() {
-  RuntimeOptions options = test::no_env();
+  RuntimeOptions options = RuntimeOptions::hermetic();
   options.ipc_supported = false;
   return options;
 }

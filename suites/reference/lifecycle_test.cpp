@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "emm/context.hpp"
-#include "emm/ipc_handle.hpp"
 #include "emm/fake/fake_driver.hpp"
+#include "emm/ipc_handle.hpp"
 #include "emm/runtime.hpp"
 #include "reference_test_support.hpp"
 
@@ -31,7 +31,7 @@ std::shared_ptr<FakeDriver> fake_with_devices(int count) {
 TEST(Lifecycle, LIFE_1_OneInstancePerContextConstructedWithThatContext) {
   EMM_CLAUSE("LIFE-1");
   auto journal = std::make_shared<test::Journal>();
-  Runtime runtime(fake_with_devices(2), test::no_env());
+  Runtime runtime(fake_with_devices(2), RuntimeOptions::hermetic());
   runtime.set_memory_manager(test::recording_factory(journal));  // instance 1: the probe
 
   Context& first = runtime.get_context(0);
@@ -61,7 +61,7 @@ TEST(Lifecycle, LIFE_1_EachContextObjectOwnsItsOwnInstance) {
   // Numba builds extra Context objects for one CUcontext (test_context_stack); each gets its
   // own instance.
   auto fake = std::make_shared<FakeDriver>();
-  Runtime runtime(fake, test::no_env());
+  Runtime runtime(fake, RuntimeOptions::hermetic());
   auto journal = std::make_shared<test::Journal>();
   const CUcontext handle = fake->primary_ctx_retain(0);
   {
@@ -83,7 +83,7 @@ void expect_initialize_first(const std::string& path, const std::string& plugin_
                              const std::function<void(Context&, FakeDriver&)>& operation) {
   SCOPED_TRACE("path: " + path);
   auto fake = std::make_shared<FakeDriver>();
-  Runtime runtime(fake, test::no_env());
+  Runtime runtime(fake, RuntimeOptions::hermetic());
   auto journal = std::make_shared<test::Journal>();
   const CUcontext handle = fake->primary_ctx_retain(0);
   {
@@ -160,13 +160,13 @@ TEST(Lifecycle, LIFE_3_InitializePrecedesStagedIpcImport) {
   config.devices = {FakeDeviceConfig{}, FakeDeviceConfig{}};
   config.peer_access = false;
   auto exporter = std::make_shared<FakeDriver>(config);
-  Runtime exporting(exporter, test::no_env());
+  Runtime exporting(exporter, RuntimeOptions::hermetic());
   Context& source = exporting.get_context(0);
   auto memory = source.memalloc(512);
   const std::vector<std::byte> bytes = source.get_ipc_handle(memory).serialize();
 
   auto importer = exporter->spawn_process();
-  Runtime importing(importer, test::no_env());
+  Runtime importing(importer, RuntimeOptions::hermetic());
   auto journal = std::make_shared<test::Journal>();
   const CUcontext handle = importer->primary_ctx_retain(1);
   {
@@ -185,7 +185,7 @@ TEST(Lifecycle, LIFE_3_InitializePrecedesStagedIpcImport) {
 TEST(Lifecycle, LIFE_3_GetContextInitializesBeforeReturning) {
   EMM_CLAUSE("LIFE-3");
   auto journal = std::make_shared<test::Journal>();
-  Runtime runtime(std::make_shared<FakeDriver>(), test::no_env());
+  Runtime runtime(std::make_shared<FakeDriver>(), RuntimeOptions::hermetic());
   runtime.set_memory_manager(test::recording_factory(journal));
   Context& context = runtime.get_context(0);
   EXPECT_THAT(journal->calls(2), ElementsAre("ctor", "initialize"));
@@ -199,7 +199,7 @@ TEST(Lifecycle, LIFE_9_CloseResetsEachUsedContextOnceAndDropsInstances) {
   EMM_CLAUSE("LIFE-9");
   auto fake = fake_with_devices(3);
   auto journal = std::make_shared<test::Journal>();
-  Runtime runtime(fake, test::no_env());
+  Runtime runtime(fake, RuntimeOptions::hermetic());
   runtime.set_memory_manager(test::recording_factory(journal));  // probe = instance 1
 
   auto a = runtime.get_context(0).memalloc(4096);
@@ -239,7 +239,7 @@ TEST(Lifecycle, LIFE_9_CloseResetsEachUsedContextOnceAndDropsInstances) {
 TEST(Lifecycle, LIFE_9_CloseTwiceAndCloseWithoutContextsCallNothing) {
   EMM_CLAUSE("LIFE-9");
   auto journal = std::make_shared<test::Journal>();
-  Runtime runtime(std::make_shared<FakeDriver>(), test::no_env());
+  Runtime runtime(std::make_shared<FakeDriver>(), RuntimeOptions::hermetic());
   runtime.set_memory_manager(test::recording_factory(journal));
   runtime.close();
   EXPECT_EQ(journal->count("reset"), 0u);

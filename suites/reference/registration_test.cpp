@@ -1,5 +1,6 @@
 // REG-1..REG-6: registering a memory manager, by code and through EMM_CUDA_MEMORY_MANAGER, and
-// loading plugin libraries (spec 2.6, 2.7). The plugins loaded here are built in plugins/.
+// loading plugin libraries (spec 2.6, 2.7). The plugin libraries loaded here are the known-bad
+// zoo's (suites/known_bad): its baseline as the working plugin, and one library per defect.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -73,7 +74,7 @@ std::size_t total_driver_calls(const FakeDriver& fake) {
 TEST(Registration, REG_1_RejectsInterfaceVersion2AndKeepsThePreviousManager) {
   EMM_CLAUSE("REG-1");
   auto fake = std::make_shared<FakeDriver>();
-  Runtime runtime(fake, test::no_env());
+  Runtime runtime(fake, RuntimeOptions::hermetic());
   runtime.set_memory_manager<PluginA>();
 
   auto error = EMM_EXPECT_THROW(InterfaceVersionError, runtime.set_memory_manager(versioned(2)),
@@ -88,7 +89,7 @@ TEST(Registration, REG_1_RejectsInterfaceVersion2AndKeepsThePreviousManager) {
 
 TEST(Registration, REG_1_RejectionBeforeAnyRegistrationKeepsTheDefaultManager) {
   EMM_CLAUSE("REG-1");
-  Runtime runtime(std::make_shared<FakeDriver>(), test::no_env());
+  Runtime runtime(std::make_shared<FakeDriver>(), RuntimeOptions::hermetic());
   EMM_EXPECT_THROW(InterfaceVersionError, runtime.set_memory_manager(versioned(2)),
                    StrEq("EMM Plugin interface has version 2 - version 1 required"));
   EXPECT_EQ(runtime.memory_manager_source(), "default");
@@ -98,7 +99,7 @@ TEST(Registration, REG_1_RejectionBeforeAnyRegistrationKeepsTheDefaultManager) {
 
 TEST(Registration, REG_1_AnyVersionButOneIsRejected) {
   EMM_CLAUSE("REG-1");
-  Runtime runtime(std::make_shared<FakeDriver>(), test::no_env());
+  Runtime runtime(std::make_shared<FakeDriver>(), RuntimeOptions::hermetic());
   for (int version : {0, -1, 3, 100}) {
     SCOPED_TRACE("interface_version " + std::to_string(version));
     auto error =
@@ -117,7 +118,7 @@ TEST(Registration, REG_1_AnyVersionButOneIsRejected) {
 TEST(Registration, REG_2_SetMemoryManagerBuildsOneThrowAwayInstanceWithNullContext) {
   EMM_CLAUSE("REG-2");
   auto fake = std::make_shared<FakeDriver>();
-  Runtime runtime(fake, test::no_env());
+  Runtime runtime(fake, RuntimeOptions::hermetic());
   auto journal = std::make_shared<test::Journal>();
   fake->reset_call_counts();
 
@@ -140,7 +141,7 @@ TEST(Registration, REG_2_SetMemoryManagerBuildsOneThrowAwayInstanceWithNullConte
 
 TEST(Registration, REG_2_RejectedProbeIsAlsoDestroyed) {
   EMM_CLAUSE("REG-2");
-  Runtime runtime(std::make_shared<FakeDriver>(), test::no_env());
+  Runtime runtime(std::make_shared<FakeDriver>(), RuntimeOptions::hermetic());
   int constructed = 0;
   int with_context = 0;
   EMM_EXPECT_THROW(InterfaceVersionError, runtime.set_memory_manager([&](Context* context) {
@@ -183,7 +184,7 @@ TEST(Registration, REG_3_EnvironmentIsReadAtFirstContextCreationNotAtConstructio
 
   Context& context = runtime.get_context(0);
   EXPECT_GE(env.manager_lookups(), 1u);
-  EXPECT_THAT(type_name(context), HasSubstr("GoodTestPlugin"));
+  EXPECT_THAT(type_name(context), HasSubstr("BaselinePool"));
   EXPECT_EQ(runtime.memory_manager_source(), EMM_TEST_PLUGIN_GOOD);
   EXPECT_EQ(context.memory_manager().context(), &context);
   auto memory = context.memalloc(4096);  // the library's manager really serves it
@@ -193,7 +194,7 @@ TEST(Registration, REG_3_EnvironmentIsReadAtFirstContextCreationNotAtConstructio
 TEST(Registration, REG_3_DefaultValueSelectsTheBuiltInManager) {
   EMM_CLAUSE("REG-3");
   Runtime runtime(std::make_shared<FakeDriver>(),
-                  test::no_env({{kMemoryManagerEnvVar, "default"}}));
+                  RuntimeOptions::hermetic({{kMemoryManagerEnvVar, "default"}}));
   Context& context = runtime.get_context(0);
   EXPECT_TRUE(served_by<NumbaCUDAMemoryManager>(context)) << "served by " << type_name(context);
   EXPECT_EQ(runtime.memory_manager_source(), "default");
@@ -201,11 +202,12 @@ TEST(Registration, REG_3_DefaultValueSelectsTheBuiltInManager) {
 
 TEST(Registration, REG_3_GoodPluginServesEveryNewContextAlsoAfterClose) {
   EMM_CLAUSE("REG-3");
-  Runtime runtime(two_device_fake(), test::no_env({{kMemoryManagerEnvVar, EMM_TEST_PLUGIN_GOOD}}));
-  EXPECT_THAT(type_name(runtime.get_context(0)), HasSubstr("GoodTestPlugin"));
-  EXPECT_THAT(type_name(runtime.get_context(1)), HasSubstr("GoodTestPlugin"));
+  Runtime runtime(two_device_fake(),
+                  RuntimeOptions::hermetic({{kMemoryManagerEnvVar, EMM_TEST_PLUGIN_GOOD}}));
+  EXPECT_THAT(type_name(runtime.get_context(0)), HasSubstr("BaselinePool"));
+  EXPECT_THAT(type_name(runtime.get_context(1)), HasSubstr("BaselinePool"));
   runtime.close();
-  EXPECT_THAT(type_name(runtime.get_context(0)), HasSubstr("GoodTestPlugin"));
+  EXPECT_THAT(type_name(runtime.get_context(0)), HasSubstr("BaselinePool"));
 }
 
 // The failure modes: each a PluginLoadError "Failed to use memory manager from <value>: <cause>"
@@ -214,7 +216,7 @@ void expect_env_failure(const std::string& value,
                         const ::testing::Matcher<const std::string&>& cause) {
   auto fake = std::make_shared<FakeDriver>();
   std::optional<Runtime> runtime;
-  ASSERT_NO_THROW(runtime.emplace(fake, test::no_env({{kMemoryManagerEnvVar, value}})))
+  ASSERT_NO_THROW(runtime.emplace(fake, RuntimeOptions::hermetic({{kMemoryManagerEnvVar, value}})))
       << "a bad EMM_CUDA_MEMORY_MANAGER must not fail before the first context creation";
   auto error =
       EMM_EXPECT_THROW(PluginLoadError, runtime->get_context(0),
@@ -245,7 +247,8 @@ TEST(Registration, REG_3_LibraryWithoutEntryPointIsAPluginLoadError) {
 
 TEST(Registration, REG_3_UnknownAbiVersionIsAPluginLoadError) {
   EMM_CLAUSE("REG-3");
-  expect_env_failure(EMM_TEST_PLUGIN_BAD_ABI, HasSubstr("ABI version 99"));
+  expect_env_failure(EMM_TEST_PLUGIN_BAD_ABI,
+                     HasSubstr("ABI version " + std::to_string(kPluginAbiVersion + 1)));
 }
 
 TEST(Registration, REG_3_InterfaceVersion2IsAPluginLoadError) {
@@ -254,10 +257,16 @@ TEST(Registration, REG_3_InterfaceVersion2IsAPluginLoadError) {
                      HasSubstr("EMM Plugin interface has version 2 - version 1 required"));
 }
 
+TEST(Registration, REG_3_ConstructorThrowingForTheProbeIsAPluginLoadError) {
+  EMM_CLAUSE("REG-3");
+  expect_env_failure(EMM_TEST_PLUGIN_PROBE_THROWS, HasSubstr("this memory manager has no context"));
+}
+
 TEST(Registration, REG_3_ThrowingConstructorIsAPluginLoadError) {
   EMM_CLAUSE("REG-3");
   expect_env_failure(EMM_TEST_PLUGIN_CTOR_THROWS,
-                     HasSubstr("ThrowingTestPlugin refuses to be constructed"));
+                     HasSubstr("the plugin constructor threw: the known-bad LIFE-4 plugin "
+                               "refuses to be built for a context"));
 }
 
 // Restores one real environment variable when the test ends.
@@ -287,7 +296,7 @@ TEST(Registration, REG_3_RealProcessEnvironmentIsReadLazily) {
   // Set after construction: only a lazy read at the first context creation can see it.
   ASSERT_EQ(::setenv(kMemoryManagerEnvVar, EMM_TEST_PLUGIN_GOOD, 1), 0);
   Context& context = runtime.get_context(0);
-  EXPECT_THAT(type_name(context), HasSubstr("GoodTestPlugin"));
+  EXPECT_THAT(type_name(context), HasSubstr("BaselinePool"));
   EXPECT_EQ(runtime.memory_manager_source(), EMM_TEST_PLUGIN_GOOD);
 }
 
@@ -296,7 +305,7 @@ TEST(Registration, REG_3_RealProcessEnvironmentIsReadLazily) {
 TEST(Registration, REG_4_SetMemoryManagerWarnsAndIsIgnoredWhenEnvironmentIsSet) {
   EMM_CLAUSE("REG-4");
   Runtime runtime(std::make_shared<FakeDriver>(),
-                  test::no_env({{kMemoryManagerEnvVar, EMM_TEST_PLUGIN_GOOD}}));
+                  RuntimeOptions::hermetic({{kMemoryManagerEnvVar, EMM_TEST_PLUGIN_GOOD}}));
   Diagnostics::Capture capture;
   EXPECT_NO_THROW(runtime.set_memory_manager<PluginA>());
 
@@ -306,7 +315,7 @@ TEST(Registration, REG_4_SetMemoryManagerWarnsAndIsIgnoredWhenEnvironmentIsSet) 
   EXPECT_THAT(events[0].where + " " + events[0].message, HasSubstr(kMemoryManagerEnvVar));
 
   Context& context = runtime.get_context(0);
-  EXPECT_THAT(type_name(context), HasSubstr("GoodTestPlugin"));
+  EXPECT_THAT(type_name(context), HasSubstr("BaselinePool"));
   EXPECT_FALSE(served_by<PluginA>(context));
   EXPECT_EQ(runtime.memory_manager_source(), EMM_TEST_PLUGIN_GOOD);
 }
@@ -314,7 +323,7 @@ TEST(Registration, REG_4_SetMemoryManagerWarnsAndIsIgnoredWhenEnvironmentIsSet) 
 TEST(Registration, REG_4_EnvironmentSetToDefaultAlsoWins) {
   EMM_CLAUSE("REG-4");
   Runtime runtime(std::make_shared<FakeDriver>(),
-                  test::no_env({{kMemoryManagerEnvVar, "default"}}));
+                  RuntimeOptions::hermetic({{kMemoryManagerEnvVar, "default"}}));
   Diagnostics::Capture capture;
   runtime.set_memory_manager<PluginA>();
   EXPECT_EQ(capture.count(DiagnosticEvent::Kind::warning), 1u);
@@ -324,7 +333,7 @@ TEST(Registration, REG_4_EnvironmentSetToDefaultAlsoWins) {
 TEST(Registration, REG_4_IgnoredCallDoesNotEvenProbeTheFactory) {
   EMM_CLAUSE("REG-4");
   Runtime runtime(std::make_shared<FakeDriver>(),
-                  test::no_env({{kMemoryManagerEnvVar, "default"}}));
+                  RuntimeOptions::hermetic({{kMemoryManagerEnvVar, "default"}}));
   Diagnostics::Capture capture;
   // Ignored means ignored: even a plugin of the wrong version is neither built nor rejected.
   int constructed = 0;
@@ -340,7 +349,7 @@ TEST(Registration, REG_4_IgnoredCallDoesNotEvenProbeTheFactory) {
 
 TEST(Registration, REG_5_NewManagerAffectsOnlyContextsCreatedAfterIt) {
   EMM_CLAUSE("REG-5");
-  Runtime runtime(two_device_fake(), test::no_env());
+  Runtime runtime(two_device_fake(), RuntimeOptions::hermetic());
   runtime.set_memory_manager<PluginA>();
   Context& first = runtime.get_context(0);
   BaseCUDAMemoryManager* first_manager = &first.memory_manager();
@@ -361,7 +370,7 @@ TEST(Registration, REG_5_NewManagerAffectsOnlyContextsCreatedAfterIt) {
 
 TEST(Registration, REG_5_DefaultContextIsKeptUntilClose) {
   EMM_CLAUSE("REG-5");
-  Runtime runtime(std::make_shared<FakeDriver>(), test::no_env());
+  Runtime runtime(std::make_shared<FakeDriver>(), RuntimeOptions::hermetic());
   auto memory = runtime.get_context(0).memalloc(256);
   runtime.set_memory_manager<PluginA>();
   EXPECT_TRUE(served_by<NumbaCUDAMemoryManager>(runtime.get_context(0)));
@@ -378,7 +387,8 @@ TEST(Registration, REG_6_LoaderRejectsUnknownAbiVersion) {
   auto error =
       EMM_EXPECT_THROW(PluginLoadError, load_plugin(path),
                        AllOf(StartsWith("Failed to use memory manager from " + path + ": "),
-                             HasSubstr("ABI version 99"), HasSubstr("rebuild")));
+                             HasSubstr("ABI version " + std::to_string(kPluginAbiVersion + 1)),
+                             HasSubstr("rebuild")));
   ASSERT_TRUE(error);
   EXPECT_EQ(error->value(), path);
 }
@@ -410,21 +420,23 @@ TEST(Registration, REG_6_LoaderReadsAGoodPluginsDescriptor) {
   ASSERT_NE(plugin.descriptor, nullptr);
   EXPECT_EQ(plugin.descriptor->abi_version, kPluginAbiVersion);
   const PluginDeclaration& declaration = plugin.declaration();
-  EXPECT_STREQ(declaration.name, "good-test-plugin");
+  EXPECT_STREQ(declaration.name, "known-bad zoo baseline");
   EXPECT_TRUE(declaration.capabilities.memory_info);
   EXPECT_TRUE(declaration.capabilities.ipc);
   EXPECT_TRUE(declaration.capabilities.thread_safe);
   EXPECT_TRUE(declaration.capabilities.host_only_derived) << "filled in from the type by the macro";
-  EXPECT_STREQ(declaration.defer_cleanup_behaviour, "as the default manager");
+  EXPECT_STREQ(declaration.defer_cleanup_behaviour,
+               "holds the host queue and keeps emptied slabs allocated until the outermost guard "
+               "ends, then frees them");
 
   auto probe = plugin.factory()(nullptr);
   ASSERT_NE(probe, nullptr);
   EXPECT_EQ(probe->interface_version(), 1);
   EXPECT_EQ(probe->context(), nullptr);
 
-  Runtime runtime(std::make_shared<FakeDriver>(), test::no_env());
+  Runtime runtime(std::make_shared<FakeDriver>(), RuntimeOptions::hermetic());
   runtime.set_memory_manager(plugin.factory());
-  EXPECT_THAT(type_name(runtime.get_context(0)), HasSubstr("GoodTestPlugin"));
+  EXPECT_THAT(type_name(runtime.get_context(0)), HasSubstr("BaselinePool"));
 }
 
 }  // namespace

@@ -62,7 +62,7 @@ std::size_t free_bytes(Context& context) {
 
 TEST(GpuDefaultManager, AllocateWriteReadAndFree) {
   EMM_REQUIRE_GPU(driver);
-  Runtime runtime(driver, test::no_env());
+  Runtime runtime(driver, RuntimeOptions::hermetic());
   Context& context = runtime.get_context(0);
   std::cout << "device 0: " << driver->device_get_name(0) << ", driver "
             << driver->driver_get_version() << "\n";
@@ -98,7 +98,7 @@ TEST(GpuDefaultManager, AllocateWriteReadAndFree) {
 TEST(GpuDefaultManager, DEALLOC_3_DeferralAndMemoryInfo) {
   EMM_CLAUSE("DEALLOC-3");
   EMM_REQUIRE_GPU(driver);
-  Runtime runtime(driver, test::no_env());
+  Runtime runtime(driver, RuntimeOptions::hermetic());
   Context& context = runtime.get_context(0);
   PendingDeallocs& queue = test::host_only(context).deallocations();
   const MemoryInfo info = context.get_memory_info();
@@ -132,7 +132,7 @@ TEST(GpuDefaultManager, DEALLOC_3_DeferralAndMemoryInfo) {
 TEST(GpuDefaultManager, DEALLOC_1_TheEleventhPendingFreeFlushes) {
   EMM_CLAUSE("DEALLOC-1");
   EMM_REQUIRE_GPU(driver);
-  Runtime runtime(driver, test::no_env());
+  Runtime runtime(driver, RuntimeOptions::hermetic());
   Context& context = runtime.get_context(0);
   PendingDeallocs& queue = test::host_only(context).deallocations();
   queue.clear();
@@ -146,7 +146,7 @@ TEST(GpuDefaultManager, DEALLOC_1_TheEleventhPendingFreeFlushes) {
 
 TEST(GpuDefaultManager, OutOfMemoryIsACudaDriverErrorAndLeavesTheContextUsable) {
   EMM_REQUIRE_GPU(driver);
-  Runtime runtime(driver, test::no_env());
+  Runtime runtime(driver, RuntimeOptions::hermetic());
   Context& context = runtime.get_context(0);
   auto error = EMM_EXPECT_THROW(CudaDriverError, context.memalloc(std::size_t{1} << 50),
                                 HasSubstr("cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY"));
@@ -161,7 +161,7 @@ TEST(GpuDefaultManager, OutOfMemoryIsACudaDriverErrorAndLeavesTheContextUsable) 
 
 TEST(GpuHostMemory, MappedAndPinnedHostAllocations) {
   EMM_REQUIRE_GPU(driver);
-  Runtime runtime(driver, test::no_env());
+  Runtime runtime(driver, RuntimeOptions::hermetic());
   Context& context = runtime.get_context(0);
   for (int flags = 0; flags < 8; ++flags) {
     const bool mapped = flags & 1, portable = flags & 2, wc = flags & 4;
@@ -191,7 +191,7 @@ TEST(GpuHostMemory, MappedAndPinnedHostAllocations) {
 
 TEST(GpuHostMemory, PinsAreReleasedAtOnceEvenInsideDeferCleanup) {
   EMM_REQUIRE_GPU(driver);
-  Runtime runtime(driver, test::no_env());
+  Runtime runtime(driver, RuntimeOptions::hermetic());
   Context& context = runtime.get_context(0);
   constexpr std::size_t kSize = 1 << 16;
   std::shared_ptr<void> buffer(std::aligned_alloc(4096, kSize), std::free);
@@ -215,7 +215,7 @@ TEST(GpuHostMemory, PinsAreReleasedAtOnceEvenInsideDeferCleanup) {
 // does the same (and that the reference passes unaligned pointers through unchanged).
 TEST(GpuHostMemory, PinRegistrationOverlapIsDecidedOnBytes) {
   EMM_REQUIRE_GPU(driver);
-  Runtime runtime(driver, test::no_env());
+  Runtime runtime(driver, RuntimeOptions::hermetic());
   Context& context = runtime.get_context(0);
   std::shared_ptr<void> pages(std::aligned_alloc(4096, 3 * 4096), std::free);
   char* base = static_cast<char*>(pages.get());
@@ -253,7 +253,7 @@ int run_program(const std::vector<std::string>& arguments) {
 TEST(GpuIpc, IPC_3_TwoProcessRoundTripOfViewsAtOffsets) {
   EMM_CLAUSE("IPC-3");
   EMM_REQUIRE_GPU(driver);
-  Runtime runtime(driver, test::no_env());
+  Runtime runtime(driver, RuntimeOptions::hermetic());
   Context& context = runtime.get_context(0);
   constexpr std::size_t kAllocation = 16384;
   auto memory = context.memalloc(kAllocation);

@@ -1,4 +1,4 @@
-// The soak (issue 2 item 5): at least 100 000 allocations of mixed sizes through the default
+// The soak: at least 100 000 allocations of mixed sizes through the default
 // manager on a real GPU, with deferral and nested defer_cleanup scopes, ending with the
 // device's free memory (cuMemGetInfo) back at its baseline. Prints its figures for reports.
 #include <gtest/gtest.h>
@@ -27,7 +27,7 @@ TEST(GpuSoak, HundredThousandMixedAllocationsReturnToBaseline) {
   constexpr std::size_t kMaxLive = 256;
   constexpr std::size_t kMaxDepth = 4;
 
-  Runtime runtime(driver, test::no_env());
+  Runtime runtime(driver, RuntimeOptions::hermetic());
   Context& context = runtime.get_context(0);
   PendingDeallocs& queue = test::host_only(context).deallocations();
   context.memalloc(kMaxSize).reset();  // warm-up, then the baseline

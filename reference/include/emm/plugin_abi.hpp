@@ -20,20 +20,18 @@
 // a plain set of flags. A version-1 plugin is rejected with a message asking for a rebuild.
 #pragma once
 
-#include <cstdint>
-#include <type_traits>
-
 #include "emm/base_memory_manager.hpp"
 #include "emm/host_only_memory_manager.hpp"
 #include "emm/plugin_declaration.hpp"
+#include "emm/version.hpp"  // kKitVersion, the kit version plugins were built against
+
+#include <cstdint>
+#include <type_traits>
 
 namespace emm {
 
 inline constexpr std::uint32_t kPluginAbiVersion = 2;
 inline constexpr const char* kPluginEntryPoint = "emm_memory_manager_plugin";
-
-// The kit version plugins were built against (also in reports).
-inline constexpr const char* kKitVersion = "0.1.0";
 
 struct PluginDescriptor {
   std::uint32_t abi_version;      // kPluginAbiVersion at the plugin's build

@@ -39,8 +39,13 @@ struct RuntimeOptions {
   // Whether the platform has CUDA IPC (Linux does). Tests turn it off to check IPC-6.
   bool ipc_supported = true;
 
-  // Options that read no process environment variable: only `variables` are set. Tests and
-  // the conformance checks use it so that the caller's EMM_* settings never leak in.
+  // Options whose environment is exactly `variables` and nothing else, so that no EMM_* variable
+  // of the caller's shell (EMM_CUDA_MEMORY_MANAGER, the deallocation thresholds) changes what a
+  // test or a certification run sees:
+  //
+  //   emm::Runtime runtime(driver, emm::RuntimeOptions::hermetic());
+  //   emm::Runtime two(driver, emm::RuntimeOptions::hermetic({{emm::kMemoryManagerEnvVar,
+  //                                                             "default"}}));
   static RuntimeOptions hermetic(std::map<std::string, std::string> variables = {});
 };
 

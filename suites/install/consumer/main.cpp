@@ -3,11 +3,11 @@
 #include <cstdio>
 #include <exception>
 #include <memory>
-#include <optional>
-#include <string>
+#include <string_view>
 
 #include "emm/fake/fake_driver.hpp"
 #include "emm/runtime.hpp"
+#include "emm/version.hpp"
 
 namespace {
 
@@ -17,12 +17,14 @@ int fail(const char* what) {
 }
 
 int run() {
+  // The installed emm/version.hpp and the package find_package() found are one version.
+  if (std::string_view(emm::kKitVersion) != EMMKIT_PACKAGE_VERSION) {
+    return fail("emm/version.hpp's kKitVersion differs from the emmkit package version");
+  }
   auto driver = std::make_shared<emm::FakeDriver>();
   {
     // An empty environment: EMM_CUDA_MEMORY_MANAGER in the caller's must not pick the manager.
-    emm::RuntimeOptions options;
-    options.getenv = [](const char*) { return std::optional<std::string>{}; };
-    emm::Runtime runtime(driver, options);
+    emm::Runtime runtime(driver, emm::RuntimeOptions::hermetic());
     emm::Context& context = runtime.get_context(0);
     if (runtime.memory_manager_source() != "default") {
       return fail("expected the default memory manager");

@@ -2,12 +2,10 @@
 //
 // * EMM_CLAUSE("REG-1"): records the clause id as a GoogleTest property and prefixes every
 //   failure message of the test with it.
-// * EMM_EXPECT_THROW(Type, statement, matcher): from suites/support/expect_throw.hpp (the
-//   statement must throw `Type` whose what() satisfies `matcher`).
+// * EMM_EXPECT_THROW(Type, statement, message): from <emm/conformance/testing/expect_throw.hpp>
+//   (the statement must throw exactly `Type` whose what() is, or satisfies, `message`).
 // * Journal + RecordingPlugin: a default manager that records every call made into it, in
 //   order, per instance — the C++ counterpart of Numba's DeviceOnlyEMMPlugin spy.
-// * no_env(): RuntimeOptions whose environment is empty, so a developer's shell cannot change
-//   what a test sees.
 //
 // Test-only code; not thread-safe unless a member says so.
 #pragma once
@@ -18,11 +16,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <emm/conformance/testing/expect_throw.hpp>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -32,24 +29,12 @@
 #include "emm/errors.hpp"
 #include "emm/numba_memory_manager.hpp"
 #include "emm/runtime.hpp"
-#include "expect_throw.hpp"
 
 #define EMM_CLAUSE(id)                           \
   ::testing::Test::RecordProperty("clause", id); \
   SCOPED_TRACE("clause " id)
 
 namespace emm::test {
-
-// An environment with nothing set, plus optional entries.
-inline RuntimeOptions no_env(std::map<std::string, std::string> entries = {}) {
-  RuntimeOptions options;
-  options.getenv = [entries = std::move(entries)](const char* name) -> std::optional<std::string> {
-    auto found = entries.find(name);
-    if (found == entries.end()) return std::nullopt;
-    return found->second;
-  };
-  return options;
-}
 
 // One call into a RecordingPlugin instance.
 struct JournalEntry {
