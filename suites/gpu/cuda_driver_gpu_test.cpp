@@ -85,7 +85,7 @@ class CudaDriverGpu : public ::testing::Test {
 };
 
 TEST_F(CudaDriverGpu, ReportsDriverVersionAndDevices) {
-  EXPECT_EQ(driver_->backend_name(), "cuda");
+  EXPECT_EQ(driver_->implementation_name(), "cuda");
   // cuGetProcAddress, which load() relies on, arrived in CUDA 11.3.
   EXPECT_GE(driver_->driver_get_version(), 11030);
   EXPECT_GE(driver_->device_get_count(), 1);

@@ -100,7 +100,7 @@ class StubCudaDriver : public ::testing::Test {
 TEST_F(StubCudaDriver, ResolvesEveryCallByBaseNameForCuda12WithLegacyStreams) {
   auto driver = CudaDriver::load(kPath);
   ASSERT_NE(driver, nullptr);
-  EXPECT_EQ(driver->backend_name(), "cuda");
+  EXPECT_EQ(driver->implementation_name(), "cuda");
   const EmmStubState seen = state();
   EXPECT_EQ(seen.unknown_lookups, 0) << "CudaDriver asked for " << seen.last_unknown
                                      << ", which is not a base name of the driver API";
