@@ -122,9 +122,9 @@ class FakeDriver : public Driver, public std::enable_shared_from_this<FakeDriver
   std::string implementation_name() const override { return "fake"; }
   EMM_DRIVER_METHODS(EMM_DRIVER_DECLARE_OVERRIDE)
 
-  struct Process;  // this process's state (fake_driver.cpp)
-
  private:
+  struct Process;  // this process's state (fake/src/fake_process.hpp)
+
   std::shared_ptr<FakeSystem> system_;
   std::unique_ptr<Process> process_;
 };
