@@ -26,6 +26,7 @@
 #include <array>
 #include <charconv>
 #include <cstdint>
+#include <exception>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -202,6 +203,27 @@ std::string CudaDriver::unavailable_reason(const char* library) {
   } catch (const DriverUnavailableError& error) {
     return error.what();
   }
+}
+
+const CudaDriverProbe& CudaDriver::probe() {
+  // A function-local static: initialised once, by the first caller, while others wait.
+  // Leaked on purpose: finalizers may run at static destruction and still need the driver.
+  static const CudaDriverProbe* const result = [] {
+    auto* found = new CudaDriverProbe;
+    try {
+      found->driver = load();
+      if (found->driver->device_get_count() < 1) {
+        found->driver.reset();
+        found->reason = "the CUDA driver reports no device";
+      }
+    } catch (const std::exception& error) {
+      found->driver.reset();
+      found->reason = error.what();
+      if (found->reason.empty()) found->reason = "the CUDA driver could not be loaded";
+    }
+    return found;
+  }();
+  return *result;
 }
 
 CudaDriver::CudaDriver(void* library, std::unique_ptr<Api> api)

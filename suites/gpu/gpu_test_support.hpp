@@ -2,7 +2,6 @@
 //
 // * EMM_EXPECT_THROW(Type, statement, matcher): from suites/support/expect_throw.hpp (the
 //   statement must throw `Type` whose what() satisfies the GoogleMock string matcher).
-// * gpu_unavailable_reason(): CudaDriver::unavailable_reason() for libcuda.so.1, asked once.
 // * pattern_byte(): the byte a test writes at an index, so a reader can check what it sees.
 // * run_ipc_child() / spawn_ipc_child(): the second process of the cross-process IPC test. The
 //   test executable is its own child: main() hands `--ipc-child ...` to run_ipc_child().
@@ -15,14 +14,11 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
 
 #include "emm/cuda_api.hpp"
 #include "expect_throw.hpp"
 
 namespace emm::gpu_test {
-
-const std::string& gpu_unavailable_reason();
 
 inline std::uint8_t pattern_byte(std::size_t index, unsigned seed) {
   return static_cast<std::uint8_t>((index * 131 + seed) % 251);
