@@ -30,8 +30,9 @@
 //
 // The two row kinds: INIT(cuda_name, abi_version) is an entry point that is resolved and has a
 // DriverCall and a name but is no Driver method (cuInit); CALL(cuda_name, abi_version,
-// return_type, method, parameters) is one Driver method. Each method acts as the CUDA call named in its row
-// (memory, stream, event, module and pool calls in the calling thread's current context).
+// return_type, method, parameters) is one Driver method. Each method acts as the CUDA call
+// named in its row (memory, stream, event, module and pool calls in the calling thread's
+// current context).
 //
 // To add an entry point: add its CALL row to the section it belongs to, then define
 // CudaDriver::method (reference/src/cuda_driver.cpp), FakeDriver::method (fake/src/, in the file
