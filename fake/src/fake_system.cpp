@@ -1,3 +1,5 @@
+// FakeSystem and the state its processes share (fake_system_state.hpp): device memory as host
+// memory behind simulated address ranges.
 #include "emm/fake/fake_system.hpp"
 
 #include <sys/mman.h>
@@ -9,9 +11,9 @@
 #include <utility>
 
 #include "emm/errors.hpp"
-#include "fake_system_impl.hpp"
+#include "fake_system_state.hpp"
 
-namespace emm {
+namespace emm::fake_detail {
 namespace {
 
 // Blocks from this size on are anonymous mappings (lazily backed); smaller ones use calloc.
@@ -28,8 +30,8 @@ std::size_t round_up(std::size_t value, std::size_t alignment) {
 
 bool is_power_of_two(std::size_t value) { return value != 0 && (value & (value - 1)) == 0; }
 
-std::vector<FakeSystem::Impl::Device> make_devices(const FakeSystemConfig& config) {
-  std::vector<FakeSystem::Impl::Device> devices;
+std::vector<SystemState::Device> make_devices(const FakeSystemConfig& config) {
+  std::vector<SystemState::Device> devices;
   devices.reserve(config.devices.size());
   for (std::size_t index = 0; index < config.devices.size(); ++index) {
     const FakeDeviceConfig& device = config.devices[index];
@@ -45,7 +47,7 @@ std::vector<FakeSystem::Impl::Device> make_devices(const FakeSystemConfig& confi
     DeviceIdentity identity = device.identity;
     if (identity == DeviceIdentity{}) identity.pci_bus_id = 1 + static_cast<int>(index);
     const CUdeviceptr base = kDeviceAddressBase + (CUdeviceptr{index} << kDeviceAddressShift);
-    devices.push_back(FakeSystem::Impl::Device{
+    devices.push_back(SystemState::Device{
         device, identity, AddressSpace(base, std::size_t{1} << kDeviceAddressShift), 0, 0});
   }
   return devices;
@@ -53,7 +55,7 @@ std::vector<FakeSystem::Impl::Device> make_devices(const FakeSystemConfig& confi
 
 }  // namespace
 
-// --- Backing -----------------------------------------------------------------------------------
+// --- Backing -------------------------------------------------------------------------------------
 
 std::optional<Backing> Backing::allocate(std::size_t bytes) {
   if (bytes >= kMappedBackingThreshold) {
@@ -94,7 +96,7 @@ void Backing::release() noexcept {
   data_ = nullptr;
 }
 
-// --- AddressSpace ------------------------------------------------------------------------------
+// --- AddressSpace --------------------------------------------------------------------------------
 
 AddressSpace::AddressSpace(CUdeviceptr base, std::size_t span) { free_.emplace(base, span); }
 
@@ -133,15 +135,15 @@ void AddressSpace::release(CUdeviceptr address, std::size_t bytes) {
   free_.emplace(start, length);
 }
 
-// --- FakeSystem::Impl --------------------------------------------------------------------------
+// --- SystemState ---------------------------------------------------------------------------------
 
-FakeSystem::Impl::Impl(FakeSystemConfig system_config)
+SystemState::SystemState(FakeSystemConfig system_config)
     : config(std::move(system_config)),
       serial(g_next_system_serial.fetch_add(1)),
       devices(make_devices(config)) {}
 
-std::optional<std::uint64_t> FakeSystem::Impl::create_block(int device, std::size_t bytes,
-                                                            BlockKind kind, std::uint64_t owner) {
+std::optional<std::uint64_t> SystemState::create_block(int device, std::size_t bytes,
+                                                       BlockKind kind, std::uint64_t owner) {
   Device& state = devices.at(static_cast<std::size_t>(device));
   const std::size_t alignment = state.config.alignment;
   // Compared before rounding, so SIZE_MAX cannot wrap around to a small request.
@@ -165,16 +167,16 @@ std::optional<std::uint64_t> FakeSystem::Impl::create_block(int device, std::siz
   return id;
 }
 
-std::optional<CUdeviceptr> FakeSystem::Impl::reserve_addresses(const Block& block) {
+std::optional<CUdeviceptr> SystemState::reserve_addresses(const Block& block) {
   Device& state = devices.at(static_cast<std::size_t>(block.device));
   return state.addresses.reserve(block.rounded, state.config.alignment);
 }
 
-void FakeSystem::Impl::release_addresses(const Block& block, CUdeviceptr base) {
+void SystemState::release_addresses(const Block& block, CUdeviceptr base) {
   devices.at(static_cast<std::size_t>(block.device)).addresses.release(base, block.rounded);
 }
 
-void FakeSystem::Impl::drop_block_holder(std::uint64_t id, bool owner) {
+void SystemState::drop_block_holder(std::uint64_t id, bool owner) {
   auto it = blocks.find(id);
   if (it == blocks.end()) return;
   Block& block = it->second;
@@ -190,16 +192,20 @@ void FakeSystem::Impl::drop_block_holder(std::uint64_t id, bool owner) {
   blocks.erase(it);
 }
 
-// --- FakeSystem --------------------------------------------------------------------------------
+}  // namespace emm::fake_detail
+
+namespace emm {
+
+// --- FakeSystem ----------------------------------------------------------------------------------
 
 FakeSystem::FakeSystem(FakeSystemConfig config)
-    : impl_(std::make_unique<Impl>(std::move(config))) {}
+    : state_(std::make_unique<fake_detail::SystemState>(std::move(config))) {}
 
 FakeSystem::~FakeSystem() = default;
 
-const FakeSystemConfig& FakeSystem::config() const noexcept { return impl_->config; }
+const FakeSystemConfig& FakeSystem::config() const noexcept { return state_->config; }
 
-int FakeSystem::device_count() const noexcept { return static_cast<int>(impl_->devices.size()); }
+int FakeSystem::device_count() const noexcept { return static_cast<int>(state_->devices.size()); }
 
 namespace {
 
@@ -214,19 +220,19 @@ void check_device(const FakeSystem& system, int device) {
 
 std::size_t FakeSystem::capacity(int device) const {
   check_device(*this, device);
-  return impl_->devices[static_cast<std::size_t>(device)].config.capacity;
+  return state_->devices[static_cast<std::size_t>(device)].config.capacity;
 }
 
 std::size_t FakeSystem::bytes_in_use(int device) const {
   check_device(*this, device);
-  std::lock_guard lock(impl_->mutex);
-  return impl_->devices[static_cast<std::size_t>(device)].bytes_in_use;
+  std::lock_guard lock(state_->mutex);
+  return state_->devices[static_cast<std::size_t>(device)].bytes_in_use;
 }
 
 std::size_t FakeSystem::allocation_count(int device) const {
   check_device(*this, device);
-  std::lock_guard lock(impl_->mutex);
-  return impl_->devices[static_cast<std::size_t>(device)].allocation_count;
+  std::lock_guard lock(state_->mutex);
+  return state_->devices[static_cast<std::size_t>(device)].allocation_count;
 }
 
 }  // namespace emm

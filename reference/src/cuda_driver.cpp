@@ -26,6 +26,7 @@
 #include <array>
 #include <charconv>
 #include <cstdint>
+#include <exception>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -34,112 +35,22 @@
 
 namespace emm {
 
-// Every entry point CudaDriver calls. X(name) receives the base name: stringized it is what
-// cuGetProcAddress is asked for ("cuMemAlloc"); used as an identifier, cuda.h's macros turn it
-// into the versioned prototype (cuMemAlloc_v2).
-#define EMM_CUDA_ENTRY_POINTS(X) \
-  X(cuInit)                      \
-  X(cuDriverGetVersion)          \
-  X(cuDeviceGetCount)            \
-  X(cuDeviceGetAttribute)        \
-  X(cuDeviceGetName)             \
-  X(cuDeviceCanAccessPeer)       \
-  X(cuDevicePrimaryCtxRetain)    \
-  X(cuDevicePrimaryCtxRelease)   \
-  X(cuDevicePrimaryCtxReset)     \
-  X(cuCtxGetCurrent)             \
-  X(cuCtxSetCurrent)             \
-  X(cuCtxGetDevice)              \
-  X(cuCtxSynchronize)            \
-  X(cuMemAlloc)                  \
-  X(cuMemFree)                   \
-  X(cuMemAllocManaged)           \
-  X(cuMemGetInfo)                \
-  X(cuMemGetAddressRange)        \
-  X(cuMemHostAlloc)              \
-  X(cuMemFreeHost)               \
-  X(cuMemHostRegister)           \
-  X(cuMemHostUnregister)         \
-  X(cuMemHostGetDevicePointer)   \
-  X(cuIpcGetMemHandle)           \
-  X(cuIpcOpenMemHandle)          \
-  X(cuIpcCloseMemHandle)         \
-  X(cuMemcpyHtoD)                \
-  X(cuMemcpyDtoH)                \
-  X(cuMemcpyDtoD)                \
-  X(cuMemsetD8)                  \
-  X(cuStreamCreate)              \
-  X(cuStreamDestroy)             \
-  X(cuStreamSynchronize)         \
-  X(cuEventCreate)               \
-  X(cuEventDestroy)              \
-  X(cuEventRecord)               \
-  X(cuEventSynchronize)          \
-  X(cuModuleLoadData)            \
-  X(cuModuleUnload)              \
-  X(cuMemPoolCreate)             \
-  X(cuMemPoolDestroy)            \
-  X(cuMemPoolSetAttribute)       \
-  X(cuMemPoolTrimTo)             \
-  X(cuMemAllocFromPoolAsync)     \
-  X(cuMemFreeAsync)
-
+// Every entry point of driver_calls.hpp. As a plain identifier, cuda.h's macros turn the row's
+// base name into the versioned prototype (cuMemAlloc -> cuMemAlloc_v2), which is the ABI
+// cuGetProcAddress returns for kRequestedCudaVersion.
 struct CudaDriver::Api {
-#define EMM_DECLARE_ENTRY_POINT(name) decltype(&::name) name = nullptr;
-  EMM_CUDA_ENTRY_POINTS(EMM_DECLARE_ENTRY_POINT)
+#define EMM_DECLARE_ENTRY_POINT(cuda_name, ...) decltype(&::cuda_name) cuda_name = nullptr;
+  EMM_DRIVER_CALLS(EMM_DECLARE_ENTRY_POINT)
 #undef EMM_DECLARE_ENTRY_POINT
 };
 
 // Each pointer type is the ABI cuGetProcAddress returns for kRequestedCudaVersion (12000):
-// PFN_<call>_v<N> with the largest N <= 12000 (cudaTypedefs.h).
-#define EMM_CHECK_ABI(entry, version)                                                       \
-  static_assert(std::is_same_v<decltype(CudaDriver::Api::entry), PFN_##entry##_v##version>, \
-                #entry " is not the CUDA " #version " ABI");
-EMM_CHECK_ABI(cuInit, 2000)
-EMM_CHECK_ABI(cuDriverGetVersion, 2020)
-EMM_CHECK_ABI(cuDeviceGetCount, 2000)
-EMM_CHECK_ABI(cuDeviceGetAttribute, 2000)
-EMM_CHECK_ABI(cuDeviceGetName, 2000)
-EMM_CHECK_ABI(cuDeviceCanAccessPeer, 4000)
-EMM_CHECK_ABI(cuDevicePrimaryCtxRetain, 7000)
-EMM_CHECK_ABI(cuDevicePrimaryCtxRelease, 11000)
-EMM_CHECK_ABI(cuDevicePrimaryCtxReset, 11000)
-EMM_CHECK_ABI(cuCtxGetCurrent, 4000)
-EMM_CHECK_ABI(cuCtxSetCurrent, 4000)
-EMM_CHECK_ABI(cuCtxGetDevice, 2000)
-EMM_CHECK_ABI(cuCtxSynchronize, 2000)
-EMM_CHECK_ABI(cuMemAlloc, 3020)
-EMM_CHECK_ABI(cuMemFree, 3020)
-EMM_CHECK_ABI(cuMemAllocManaged, 6000)
-EMM_CHECK_ABI(cuMemGetInfo, 3020)
-EMM_CHECK_ABI(cuMemGetAddressRange, 3020)
-EMM_CHECK_ABI(cuMemHostAlloc, 2020)
-EMM_CHECK_ABI(cuMemFreeHost, 2000)
-EMM_CHECK_ABI(cuMemHostRegister, 6050)
-EMM_CHECK_ABI(cuMemHostUnregister, 4000)
-EMM_CHECK_ABI(cuMemHostGetDevicePointer, 3020)
-EMM_CHECK_ABI(cuIpcGetMemHandle, 4010)
-EMM_CHECK_ABI(cuIpcOpenMemHandle, 11000)
-EMM_CHECK_ABI(cuIpcCloseMemHandle, 4010)
-EMM_CHECK_ABI(cuMemcpyHtoD, 3020)
-EMM_CHECK_ABI(cuMemcpyDtoH, 3020)
-EMM_CHECK_ABI(cuMemcpyDtoD, 3020)
-EMM_CHECK_ABI(cuMemsetD8, 3020)
-EMM_CHECK_ABI(cuStreamCreate, 2000)
-EMM_CHECK_ABI(cuStreamDestroy, 4000)
-EMM_CHECK_ABI(cuStreamSynchronize, 2000)
-EMM_CHECK_ABI(cuEventCreate, 2000)
-EMM_CHECK_ABI(cuEventDestroy, 4000)
-EMM_CHECK_ABI(cuEventRecord, 2000)
-EMM_CHECK_ABI(cuEventSynchronize, 2000)
-EMM_CHECK_ABI(cuModuleLoadData, 2000)
-EMM_CHECK_ABI(cuModuleUnload, 2000)
-EMM_CHECK_ABI(cuMemPoolCreate, 11020)
-EMM_CHECK_ABI(cuMemPoolDestroy, 11020)
-EMM_CHECK_ABI(cuMemPoolSetAttribute, 11020)
-EMM_CHECK_ABI(cuMemPoolTrimTo, 11020)
-EMM_CHECK_ABI(cuMemAllocFromPoolAsync, 11020)
-EMM_CHECK_ABI(cuMemFreeAsync, 11020)
+// PFN_<call>_v<N> with the largest N <= 12000 (cudaTypedefs.h), N being the row's abi_version.
+#define EMM_CHECK_ABI(cuda_name, abi_version, ...)                                            \
+  static_assert(                                                                              \
+      std::is_same_v<decltype(CudaDriver::Api::cuda_name), PFN_##cuda_name##_v##abi_version>, \
+      #cuda_name " is not the CUDA " #abi_version " ABI");
+EMM_DRIVER_CALLS(EMM_CHECK_ABI)
 #undef EMM_CHECK_ABI
 
 namespace {
@@ -260,8 +171,8 @@ std::shared_ptr<CudaDriver> CudaDriver::load(const char* library) {
 
   auto api = std::make_unique<Api>();
   const EntryPointResolver resolver(name, v2, v1, std::min(kRequestedCudaVersion, driver_version));
-#define EMM_RESOLVE_ENTRY_POINT(entry) resolver.resolve(#entry, api->entry);
-  EMM_CUDA_ENTRY_POINTS(EMM_RESOLVE_ENTRY_POINT)
+#define EMM_RESOLVE_ENTRY_POINT(cuda_name, ...) resolver.resolve(#cuda_name, api->cuda_name);
+  EMM_DRIVER_CALLS(EMM_RESOLVE_ENTRY_POINT)
 #undef EMM_RESOLVE_ENTRY_POINT
 
   if (const CUresult result = api->cuInit(0); result != CUDA_SUCCESS) {
@@ -292,6 +203,27 @@ std::string CudaDriver::unavailable_reason(const char* library) {
   } catch (const DriverUnavailableError& error) {
     return error.what();
   }
+}
+
+const CudaDriverProbe& CudaDriver::probe() {
+  // A function-local static: initialised once, by the first caller, while others wait.
+  // Leaked on purpose: finalizers may run at static destruction and still need the driver.
+  static const CudaDriverProbe* const result = [] {
+    auto* found = new CudaDriverProbe;
+    try {
+      found->driver = load();
+      if (found->driver->device_get_count() < 1) {
+        found->driver.reset();
+        found->reason = "the CUDA driver reports no device";
+      }
+    } catch (const std::exception& error) {
+      found->driver.reset();
+      found->reason = error.what();
+      if (found->reason.empty()) found->reason = "the CUDA driver could not be loaded";
+    }
+    return found;
+  }();
+  return *result;
 }
 
 CudaDriver::CudaDriver(void* library, std::unique_ptr<Api> api)

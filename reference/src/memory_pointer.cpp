@@ -1,13 +1,16 @@
 #include "emm/memory_pointer.hpp"
 
+#include <string>
+#include <utility>
+
 #include "emm/context.hpp"
-#include "emm/diagnostics.hpp"
 #include "emm/errors.hpp"
 
-#include <exception>
-#include <string>
-
 namespace emm {
+
+namespace {
+constexpr const char* kFinalizerName = "MemoryPointer finalizer";
+}  // namespace
 
 MemoryPointer::MemoryPointer(Context* context, CUdeviceptr pointer, std::size_t size,
                              std::shared_ptr<MemoryPointer> owner, Finalizer finalizer)
@@ -15,38 +18,18 @@ MemoryPointer::MemoryPointer(Context* context, CUdeviceptr pointer, std::size_t 
       pointer_(pointer),
       size_(size),
       owner_(std::move(owner)),
-      finalizer_(std::move(finalizer)),
-      managed_(static_cast<bool>(finalizer_)) {}
+      finalizer_(std::move(finalizer)) {}
 
 MemoryPointer::~MemoryPointer() { run_finalizer_once(); }
 
-bool MemoryPointer::finalizer_alive() const noexcept {
-  return managed_ && !finalized_.load(std::memory_order_acquire);
-}
-
-bool MemoryPointer::run_finalizer_once() noexcept {
-  if (!managed_ || finalized_.exchange(true, std::memory_order_acq_rel)) return false;
-  // FIN-6: a finalizer must not throw; if it does, report it and carry on.
-  try {
-    finalizer_();
-  } catch (const std::exception& error) {
-    Diagnostics::ignored_exception("MemoryPointer finalizer", error.what());
-  } catch (...) {
-    Diagnostics::ignored_exception("MemoryPointer finalizer", "unknown exception");
-  }
-  finalizer_ = nullptr;  // drop captured state now, not at destruction
-  return true;
-}
+bool MemoryPointer::run_finalizer_once() noexcept { return finalizer_.run(kFinalizerName); }
 
 std::shared_ptr<MemoryPointer> MemoryPointer::owner() {
   if (owner_) return owner_;
   return shared_from_this();
 }
 
-void MemoryPointer::free() {
-  if (!managed_) return;
-  if (!run_finalizer_once()) throw PointerLifetimeError("Freeing dead memory");
-}
+void MemoryPointer::free() { finalizer_.free(kFinalizerName); }
 
 std::shared_ptr<OwnedPointer> MemoryPointer::own() {
   if (weak_from_this().expired()) {
@@ -114,9 +97,7 @@ OwnedPointer::OwnedPointer(std::shared_ptr<MemoryPointer> memory)
 
 OwnedPointer::OwnedPointer(std::shared_ptr<MemoryPointer> memory, CUdeviceptr pointer,
                            std::size_t size)
-    : MemoryPointer(memory->context(), pointer, size),
-      memory_(std::move(memory)),
-      is_view_(true) {
+    : MemoryPointer(memory->context(), pointer, size), memory_(std::move(memory)), is_view_(true) {
   memory_->add_reference();
 }
 

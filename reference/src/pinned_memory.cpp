@@ -1,11 +1,12 @@
 #include "emm/pinned_memory.hpp"
 
-#include "emm/diagnostics.hpp"
-#include "emm/errors.hpp"
-
-#include <exception>
+#include <utility>
 
 namespace emm {
+
+namespace {
+constexpr const char* kFinalizerName = "PinnedMemory finalizer";
+}  // namespace
 
 PinnedMemory::PinnedMemory(Context* context, void* host_pointer, std::size_t size,
                            std::shared_ptr<void> owned, Finalizer finalizer)
@@ -13,31 +14,10 @@ PinnedMemory::PinnedMemory(Context* context, void* host_pointer, std::size_t siz
       host_pointer_(host_pointer),
       size_(size),
       owned_(std::move(owned)),
-      finalizer_(std::move(finalizer)),
-      managed_(static_cast<bool>(finalizer_)) {}
+      finalizer_(std::move(finalizer)) {}
 
-PinnedMemory::~PinnedMemory() { run_finalizer_once(); }
+PinnedMemory::~PinnedMemory() { finalizer_.run(kFinalizerName); }
 
-bool PinnedMemory::finalizer_alive() const noexcept {
-  return managed_ && !finalized_.load(std::memory_order_acquire);
-}
-
-bool PinnedMemory::run_finalizer_once() noexcept {
-  if (!managed_ || finalized_.exchange(true, std::memory_order_acq_rel)) return false;
-  try {
-    finalizer_();
-  } catch (const std::exception& error) {
-    Diagnostics::ignored_exception("PinnedMemory finalizer", error.what());
-  } catch (...) {
-    Diagnostics::ignored_exception("PinnedMemory finalizer", "unknown exception");
-  }
-  finalizer_ = nullptr;
-  return true;
-}
-
-void PinnedMemory::free() {
-  if (!managed_) return;
-  if (!run_finalizer_once()) throw PointerLifetimeError("Freeing dead memory");
-}
+void PinnedMemory::free() { finalizer_.free(kFinalizerName); }
 
 }  // namespace emm

@@ -219,7 +219,7 @@ TEST(FakeDevices, CountNameVersionAndPeerAccess) {
   config.devices[2].name = "third";
   config.driver_version = 12080;
   auto driver = std::make_shared<FakeDriver>(config);
-  EXPECT_EQ(driver->backend_name(), "fake");
+  EXPECT_EQ(driver->implementation_name(), "fake");
   EXPECT_EQ(driver->device_get_count(), 3);
   EXPECT_EQ(driver->driver_get_version(), 12080);
   EXPECT_EQ(driver->device_get_name(0), "emmkit fake device");

@@ -59,10 +59,9 @@ class CudaDriverGpu : public ::testing::Test {
  protected:
   void SetUp() override {
     RecordProperty("spec", "2.1");
-    if (!gpu_test::gpu_unavailable_reason().empty()) {
-      GTEST_SKIP() << "no GPU: " << gpu_test::gpu_unavailable_reason();
-    }
-    driver_ = CudaDriver::load();
+    const CudaDriverProbe& gpu = CudaDriver::probe();
+    if (!gpu.driver) GTEST_SKIP() << "no GPU: " << gpu.reason;
+    driver_ = gpu.driver;
     context_ = driver_->primary_ctx_retain(kDevice);
     driver_->ctx_set_current(context_);
   }
@@ -85,7 +84,7 @@ class CudaDriverGpu : public ::testing::Test {
 };
 
 TEST_F(CudaDriverGpu, ReportsDriverVersionAndDevices) {
-  EXPECT_EQ(driver_->backend_name(), "cuda");
+  EXPECT_EQ(driver_->implementation_name(), "cuda");
   // cuGetProcAddress, which load() relies on, arrived in CUDA 11.3.
   EXPECT_GE(driver_->driver_get_version(), 11030);
   EXPECT_GE(driver_->device_get_count(), 1);

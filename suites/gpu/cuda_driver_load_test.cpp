@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "emm/cuda_driver.hpp"
@@ -56,6 +57,31 @@ TEST(CudaDriverLoad, LibraryWithoutCuGetProcAddressIsRejected) {
          kFakeBackendAdvice + ", or install a current NVIDIA driver."));
 }
 
+// --- the process's driver (CudaDriver::probe) ---------------------------------------------------
+
+TEST(CudaDriverProbe, OneResultPerProcessFromEveryThread) {
+  RecordProperty("spec", "2.1");
+  std::vector<const CudaDriverProbe*> seen(8, nullptr);
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < seen.size(); ++i) {
+    threads.emplace_back([&seen, i] { seen[i] = &CudaDriver::probe(); });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (const CudaDriverProbe* probe : seen) EXPECT_EQ(probe, &CudaDriver::probe());
+}
+
+TEST(CudaDriverProbe, HoldsTheDriverOrTheReasonLoadGives) {
+  RecordProperty("spec", "2.1");
+  const CudaDriverProbe& probe = CudaDriver::probe();
+  // Exactly one of the two is set, and the reason is the one load() would throw here.
+  EXPECT_EQ(probe.driver == nullptr, !probe.reason.empty()) << probe.reason;
+  EXPECT_EQ(probe.reason, CudaDriver::unavailable_reason());
+  if (probe.driver != nullptr) {
+    EXPECT_EQ(probe.driver->implementation_name(), "cuda");
+    EXPECT_GE(probe.driver->device_get_count(), 1);
+  }
+}
+
 // --- the stub driver ----------------------------------------------------------------------------
 
 class StubCudaDriver : public ::testing::Test {
@@ -96,7 +122,7 @@ class StubCudaDriver : public ::testing::Test {
 TEST_F(StubCudaDriver, ResolvesEveryCallByBaseNameForCuda12WithLegacyStreams) {
   auto driver = CudaDriver::load(kPath);
   ASSERT_NE(driver, nullptr);
-  EXPECT_EQ(driver->backend_name(), "cuda");
+  EXPECT_EQ(driver->implementation_name(), "cuda");
   const EmmStubState seen = state();
   EXPECT_EQ(seen.unknown_lookups, 0) << "CudaDriver asked for " << seen.last_unknown
                                      << ", which is not a base name of the driver API";

@@ -79,11 +79,6 @@ int child_check_and_fill(const IpcChildRequest& request) {
 
 }  // namespace
 
-const std::string& gpu_unavailable_reason() {
-  static const std::string reason = CudaDriver::unavailable_reason();
-  return reason;
-}
-
 int spawn_ipc_child(const IpcChildRequest& request) {
   std::vector<std::string> arguments = {
       "emm_gpu_driver_tests",       kIpcChildFlag,

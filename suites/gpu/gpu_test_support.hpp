@@ -2,7 +2,6 @@
 //
 // * EMM_EXPECT_THROW(Type, statement, message): from <emm/conformance/testing/expect_throw.hpp>
 //   (the statement must throw exactly `Type` whose what() is, or satisfies, `message`).
-// * gpu_unavailable_reason(): CudaDriver::unavailable_reason() for libcuda.so.1, asked once.
 // * pattern_byte(): the byte a test writes at an index, so a reader can check what it sees.
 // * run_ipc_child() / spawn_ipc_child(): the second process of the cross-process IPC test. The
 //   test executable is its own child: main() hands `--ipc-child ...` to run_ipc_child().
@@ -16,13 +15,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <emm/conformance/testing/expect_throw.hpp>
-#include <string>
 
 #include "emm/cuda_api.hpp"
 
 namespace emm::gpu_test {
-
-const std::string& gpu_unavailable_reason();
 
 inline std::uint8_t pattern_byte(std::size_t index, unsigned seed) {
   return static_cast<std::uint8_t>((index * 131 + seed) % 251);

@@ -3,6 +3,7 @@
 #include "stub_cuda_driver.hpp"
 
 #include <cuda.h>
+#include <cudaTypedefs.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -11,8 +12,18 @@
 #include <map>
 #include <mutex>
 #include <string_view>
+#include <type_traits>
+
+#include "emm/driver_calls.hpp"
 
 namespace {
+
+// One stub per entry point of driver_calls.hpp, stub_<cuda_name>, with the ABI CudaDriver
+// expects (cudaTypedefs.h's PFN_<cuda_name>_v<abi_version>). The definitions below must match.
+#define EMM_STUB_DECLARE(cuda_name, abi_version, ...) \
+  std::remove_pointer_t<PFN_##cuda_name##_v##abi_version> stub_##cuda_name;
+EMM_DRIVER_CALLS(EMM_STUB_DECLARE)
+#undef EMM_STUB_DECLARE
 
 std::mutex g_mutex;
 EmmStubConfig g_config;
@@ -43,25 +54,25 @@ std::map<CUdeviceptr, std::size_t>::iterator find_allocation(CUdeviceptr pointer
   return found;
 }
 
-CUresult stub_init(unsigned) {
+CUresult stub_cuInit(unsigned) {
   std::lock_guard lock(g_mutex);
   ++g_state.init_calls;
   return static_cast<CUresult>(g_config.init_result);
 }
 
-CUresult stub_driver_get_version(int* version) {
+CUresult stub_cuDriverGetVersion(int* version) {
   std::lock_guard lock(g_mutex);
   *version = g_config.driver_version;
   return CUDA_SUCCESS;
 }
 
-CUresult stub_device_get_count(int* count) {
+CUresult stub_cuDeviceGetCount(int* count) {
   std::lock_guard lock(g_mutex);
   *count = g_config.device_count;
   return CUDA_SUCCESS;
 }
 
-CUresult stub_device_get_attribute(int* value, CUdevice_attribute attribute, CUdevice device) {
+CUresult stub_cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice device) {
   std::lock_guard lock(g_mutex);
   if (!valid_device(device)) return CUDA_ERROR_INVALID_DEVICE;
   switch (attribute) {
@@ -83,7 +94,7 @@ CUresult stub_device_get_attribute(int* value, CUdevice_attribute attribute, CUd
   return CUDA_SUCCESS;
 }
 
-CUresult stub_device_get_name(char* name, int length, CUdevice device) {
+CUresult stub_cuDeviceGetName(char* name, int length, CUdevice device) {
   std::lock_guard lock(g_mutex);
   if (!valid_device(device)) return CUDA_ERROR_INVALID_DEVICE;
   constexpr std::string_view kName = "emm stub device";
@@ -93,47 +104,51 @@ CUresult stub_device_get_name(char* name, int length, CUdevice device) {
   return CUDA_SUCCESS;
 }
 
-CUresult stub_device_can_access_peer(int* can_access, CUdevice device, CUdevice peer) {
+CUresult stub_cuDeviceCanAccessPeer(int* can_access, CUdevice device, CUdevice peer) {
   std::lock_guard lock(g_mutex);
   if (!valid_device(device) || !valid_device(peer)) return CUDA_ERROR_INVALID_DEVICE;
   *can_access = device != peer ? 1 : 0;
   return CUDA_SUCCESS;
 }
 
-CUresult stub_primary_ctx_retain(CUcontext* context, CUdevice device) {
+CUresult stub_cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice device) {
   std::lock_guard lock(g_mutex);
   if (!valid_device(device)) return CUDA_ERROR_INVALID_DEVICE;
   *context = primary_context();
   return CUDA_SUCCESS;
 }
 
-CUresult stub_primary_ctx_release_or_reset(CUdevice device) {
+CUresult stub_cuDevicePrimaryCtxRelease(CUdevice device) {
   std::lock_guard lock(g_mutex);
   return valid_device(device) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 
-CUresult stub_ctx_get_current(CUcontext* context) {
+CUresult stub_cuDevicePrimaryCtxReset(CUdevice device) {
+  return stub_cuDevicePrimaryCtxRelease(device);
+}
+
+CUresult stub_cuCtxGetCurrent(CUcontext* context) {
   *context = t_current;
   return CUDA_SUCCESS;
 }
 
-CUresult stub_ctx_set_current(CUcontext context) {
+CUresult stub_cuCtxSetCurrent(CUcontext context) {
   if (context != nullptr && context != primary_context()) return CUDA_ERROR_INVALID_CONTEXT;
   t_current = context;
   return CUDA_SUCCESS;
 }
 
-CUresult stub_ctx_get_device(CUdevice* device) {
+CUresult stub_cuCtxGetDevice(CUdevice* device) {
   if (t_current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
   *device = 0;
   return CUDA_SUCCESS;
 }
 
-CUresult stub_ctx_synchronize() {
+CUresult stub_cuCtxSynchronize() {
   return t_current != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
 
-CUresult stub_mem_alloc(CUdeviceptr* pointer, std::size_t bytesize) {
+CUresult stub_cuMemAlloc(CUdeviceptr* pointer, std::size_t bytesize) {
   std::lock_guard lock(g_mutex);
   if (t_current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
   if (bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
@@ -148,7 +163,7 @@ CUresult stub_mem_alloc(CUdeviceptr* pointer, std::size_t bytesize) {
   return CUDA_SUCCESS;
 }
 
-CUresult stub_mem_free(CUdeviceptr pointer) {
+CUresult stub_cuMemFree(CUdeviceptr pointer) {
   std::lock_guard lock(g_mutex);
   auto found = g_allocations.find(pointer);
   if (found == g_allocations.end()) return CUDA_ERROR_INVALID_VALUE;
@@ -158,14 +173,14 @@ CUresult stub_mem_free(CUdeviceptr pointer) {
   return CUDA_SUCCESS;
 }
 
-CUresult stub_mem_get_info(std::size_t* free, std::size_t* total) {
+CUresult stub_cuMemGetInfo(std::size_t* free, std::size_t* total) {
   std::lock_guard lock(g_mutex);
   *total = kTotalMemory;
   *free = kTotalMemory - g_state.live_bytes;
   return CUDA_SUCCESS;
 }
 
-CUresult stub_mem_get_address_range(CUdeviceptr* base, std::size_t* size, CUdeviceptr pointer) {
+CUresult stub_cuMemGetAddressRange(CUdeviceptr* base, std::size_t* size, CUdeviceptr pointer) {
   std::lock_guard lock(g_mutex);
   auto found = find_allocation(pointer);
   if (found == g_allocations.end()) return CUDA_ERROR_NOT_FOUND;
@@ -174,7 +189,7 @@ CUresult stub_mem_get_address_range(CUdeviceptr* base, std::size_t* size, CUdevi
   return CUDA_SUCCESS;
 }
 
-CUresult stub_ipc_get_mem_handle(CUipcMemHandle* handle, CUdeviceptr pointer) {
+CUresult stub_cuIpcGetMemHandle(CUipcMemHandle* handle, CUdeviceptr pointer) {
   std::lock_guard lock(g_mutex);
   auto found = find_allocation(pointer);
   if (found == g_allocations.end()) return CUDA_ERROR_INVALID_VALUE;
@@ -183,7 +198,7 @@ CUresult stub_ipc_get_mem_handle(CUipcMemHandle* handle, CUdeviceptr pointer) {
   return CUDA_SUCCESS;
 }
 
-CUresult stub_ipc_open_mem_handle(CUdeviceptr* pointer, CUipcMemHandle handle, unsigned flags) {
+CUresult stub_cuIpcOpenMemHandle(CUdeviceptr* pointer, CUipcMemHandle handle, unsigned flags) {
   std::lock_guard lock(g_mutex);
   g_state.last_ipc_open_flags = flags;
   if (flags != CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) return CUDA_ERROR_INVALID_VALUE;
@@ -191,26 +206,26 @@ CUresult stub_ipc_open_mem_handle(CUdeviceptr* pointer, CUipcMemHandle handle, u
   return g_allocations.count(*pointer) != 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
-CUresult stub_ipc_close_mem_handle(CUdeviceptr pointer) {
+CUresult stub_cuIpcCloseMemHandle(CUdeviceptr pointer) {
   std::lock_guard lock(g_mutex);
   return g_allocations.count(pointer) != 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-CUresult stub_memcpy_htod(CUdeviceptr dst, const void* src, std::size_t bytes) {
+CUresult stub_cuMemcpyHtoD(CUdeviceptr dst, const void* src, std::size_t bytes) {
   std::lock_guard lock(g_mutex);
   if (find_allocation(dst, bytes) == g_allocations.end()) return CUDA_ERROR_INVALID_VALUE;
   std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
   return CUDA_SUCCESS;
 }
 
-CUresult stub_memcpy_dtoh(void* dst, CUdeviceptr src, std::size_t bytes) {
+CUresult stub_cuMemcpyDtoH(void* dst, CUdeviceptr src, std::size_t bytes) {
   std::lock_guard lock(g_mutex);
   if (find_allocation(src, bytes) == g_allocations.end()) return CUDA_ERROR_INVALID_VALUE;
   std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
   return CUDA_SUCCESS;
 }
 
-CUresult stub_memcpy_dtod(CUdeviceptr dst, CUdeviceptr src, std::size_t bytes) {
+CUresult stub_cuMemcpyDtoD(CUdeviceptr dst, CUdeviceptr src, std::size_t bytes) {
   std::lock_guard lock(g_mutex);
   if (find_allocation(dst, bytes) == g_allocations.end() ||
       find_allocation(src, bytes) == g_allocations.end()) {
@@ -220,7 +235,7 @@ CUresult stub_memcpy_dtod(CUdeviceptr dst, CUdeviceptr src, std::size_t bytes) {
   return CUDA_SUCCESS;
 }
 
-CUresult stub_memset_d8(CUdeviceptr dst, unsigned char value, std::size_t count) {
+CUresult stub_cuMemsetD8(CUdeviceptr dst, unsigned char value, std::size_t count) {
   std::lock_guard lock(g_mutex);
   if (find_allocation(dst, count) == g_allocations.end()) return CUDA_ERROR_INVALID_VALUE;
   std::memset(reinterpret_cast<void*>(dst), value, count);
@@ -229,105 +244,66 @@ CUresult stub_memset_d8(CUdeviceptr dst, unsigned char value, std::size_t count)
 
 // Host-memory calls are not emulated (they fail as a driver refusing them would); stream, event,
 // module and pool calls succeed with placeholder handles.
-CUresult stub_mem_alloc_managed(CUdeviceptr*, std::size_t, unsigned) {
+CUresult stub_cuMemAllocManaged(CUdeviceptr*, std::size_t, unsigned) {
   return CUDA_ERROR_NOT_SUPPORTED;
 }
-CUresult stub_mem_host_alloc(void**, std::size_t, unsigned) { return CUDA_ERROR_NOT_SUPPORTED; }
-CUresult stub_mem_free_host(void*) { return CUDA_ERROR_INVALID_VALUE; }
-CUresult stub_mem_host_register(void*, std::size_t, unsigned) { return CUDA_ERROR_NOT_SUPPORTED; }
-CUresult stub_mem_host_unregister(void*) { return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED; }
-CUresult stub_mem_host_get_device_pointer(CUdeviceptr*, void*, unsigned) {
+CUresult stub_cuMemHostAlloc(void**, std::size_t, unsigned) { return CUDA_ERROR_NOT_SUPPORTED; }
+CUresult stub_cuMemFreeHost(void*) { return CUDA_ERROR_INVALID_VALUE; }
+CUresult stub_cuMemHostRegister(void*, std::size_t, unsigned) { return CUDA_ERROR_NOT_SUPPORTED; }
+CUresult stub_cuMemHostUnregister(void*) { return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED; }
+CUresult stub_cuMemHostGetDevicePointer(CUdeviceptr*, void*, unsigned) {
   return CUDA_ERROR_INVALID_VALUE;
 }
-CUresult stub_stream_create(CUstream* stream, unsigned) {
+CUresult stub_cuStreamCreate(CUstream* stream, unsigned) {
   *stream = reinterpret_cast<CUstream>(&g_stream_object);
   return CUDA_SUCCESS;
 }
-CUresult stub_stream_call(CUstream) { return CUDA_SUCCESS; }
-CUresult stub_event_create(CUevent* event, unsigned) {
+CUresult stub_cuStreamDestroy(CUstream) { return CUDA_SUCCESS; }
+CUresult stub_cuStreamSynchronize(CUstream) { return CUDA_SUCCESS; }
+CUresult stub_cuEventCreate(CUevent* event, unsigned) {
   *event = reinterpret_cast<CUevent>(&g_event_object);
   return CUDA_SUCCESS;
 }
-CUresult stub_event_call(CUevent) { return CUDA_SUCCESS; }
-CUresult stub_event_record(CUevent, CUstream) { return CUDA_SUCCESS; }
-CUresult stub_module_load_data(CUmodule* module, const void* image) {
+CUresult stub_cuEventDestroy(CUevent) { return CUDA_SUCCESS; }
+CUresult stub_cuEventSynchronize(CUevent) { return CUDA_SUCCESS; }
+CUresult stub_cuEventRecord(CUevent, CUstream) { return CUDA_SUCCESS; }
+CUresult stub_cuModuleLoadData(CUmodule* module, const void* image) {
   if (image == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *module = reinterpret_cast<CUmodule>(&g_module_object);
   return CUDA_SUCCESS;
 }
-CUresult stub_module_unload(CUmodule) { return CUDA_SUCCESS; }
-CUresult stub_mem_pool_create(CUmemoryPool* pool, const CUmemPoolProps*) {
+CUresult stub_cuModuleUnload(CUmodule) { return CUDA_SUCCESS; }
+CUresult stub_cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps*) {
   *pool = reinterpret_cast<CUmemoryPool>(&g_pool_object);
   return CUDA_SUCCESS;
 }
-CUresult stub_mem_pool_destroy(CUmemoryPool) { return CUDA_SUCCESS; }
-CUresult stub_mem_pool_set_attribute(CUmemoryPool, CUmemPool_attribute, void*) {
+CUresult stub_cuMemPoolDestroy(CUmemoryPool) { return CUDA_SUCCESS; }
+CUresult stub_cuMemPoolSetAttribute(CUmemoryPool, CUmemPool_attribute, void*) {
   return CUDA_SUCCESS;
 }
-CUresult stub_mem_pool_trim_to(CUmemoryPool, std::size_t) { return CUDA_SUCCESS; }
-CUresult stub_mem_alloc_from_pool_async(CUdeviceptr*, std::size_t, CUmemoryPool, CUstream) {
+CUresult stub_cuMemPoolTrimTo(CUmemoryPool, std::size_t) { return CUDA_SUCCESS; }
+CUresult stub_cuMemAllocFromPoolAsync(CUdeviceptr*, std::size_t, CUmemoryPool, CUstream) {
   return CUDA_ERROR_NOT_SUPPORTED;
 }
-CUresult stub_mem_free_async(CUdeviceptr, CUstream) { return CUDA_ERROR_INVALID_VALUE; }
-
-template <typename Function>
-void* address_of(Function* function) {
-  return reinterpret_cast<void*>(function);
-}
+CUresult stub_cuMemFreeAsync(CUdeviceptr, CUstream) { return CUDA_ERROR_INVALID_VALUE; }
 
 struct EntryPoint {
   std::string_view name;
   void* address;
 };
 
+// `function` as cuGetProcAddress hands it out. The explicit PFN type picks the declared stub
+// (EMM_STUB_DECLARE), so a stub of another signature leaves that one undefined.
+template <typename Pfn>
+void* address_of(Pfn function) {
+  return reinterpret_cast<void*>(function);
+}
+
 // The base names CudaDriver must ask for (a versioned name such as "cuMemAlloc_v2" is unknown).
-const EntryPoint kEntryPoints[] = {
-    {"cuInit", address_of(stub_init)},
-    {"cuDriverGetVersion", address_of(stub_driver_get_version)},
-    {"cuDeviceGetCount", address_of(stub_device_get_count)},
-    {"cuDeviceGetAttribute", address_of(stub_device_get_attribute)},
-    {"cuDeviceGetName", address_of(stub_device_get_name)},
-    {"cuDeviceCanAccessPeer", address_of(stub_device_can_access_peer)},
-    {"cuDevicePrimaryCtxRetain", address_of(stub_primary_ctx_retain)},
-    {"cuDevicePrimaryCtxRelease", address_of(stub_primary_ctx_release_or_reset)},
-    {"cuDevicePrimaryCtxReset", address_of(stub_primary_ctx_release_or_reset)},
-    {"cuCtxGetCurrent", address_of(stub_ctx_get_current)},
-    {"cuCtxSetCurrent", address_of(stub_ctx_set_current)},
-    {"cuCtxGetDevice", address_of(stub_ctx_get_device)},
-    {"cuCtxSynchronize", address_of(stub_ctx_synchronize)},
-    {"cuMemAlloc", address_of(stub_mem_alloc)},
-    {"cuMemFree", address_of(stub_mem_free)},
-    {"cuMemAllocManaged", address_of(stub_mem_alloc_managed)},
-    {"cuMemGetInfo", address_of(stub_mem_get_info)},
-    {"cuMemGetAddressRange", address_of(stub_mem_get_address_range)},
-    {"cuMemHostAlloc", address_of(stub_mem_host_alloc)},
-    {"cuMemFreeHost", address_of(stub_mem_free_host)},
-    {"cuMemHostRegister", address_of(stub_mem_host_register)},
-    {"cuMemHostUnregister", address_of(stub_mem_host_unregister)},
-    {"cuMemHostGetDevicePointer", address_of(stub_mem_host_get_device_pointer)},
-    {"cuIpcGetMemHandle", address_of(stub_ipc_get_mem_handle)},
-    {"cuIpcOpenMemHandle", address_of(stub_ipc_open_mem_handle)},
-    {"cuIpcCloseMemHandle", address_of(stub_ipc_close_mem_handle)},
-    {"cuMemcpyHtoD", address_of(stub_memcpy_htod)},
-    {"cuMemcpyDtoH", address_of(stub_memcpy_dtoh)},
-    {"cuMemcpyDtoD", address_of(stub_memcpy_dtod)},
-    {"cuMemsetD8", address_of(stub_memset_d8)},
-    {"cuStreamCreate", address_of(stub_stream_create)},
-    {"cuStreamDestroy", address_of(stub_stream_call)},
-    {"cuStreamSynchronize", address_of(stub_stream_call)},
-    {"cuEventCreate", address_of(stub_event_create)},
-    {"cuEventDestroy", address_of(stub_event_call)},
-    {"cuEventRecord", address_of(stub_event_record)},
-    {"cuEventSynchronize", address_of(stub_event_call)},
-    {"cuModuleLoadData", address_of(stub_module_load_data)},
-    {"cuModuleUnload", address_of(stub_module_unload)},
-    {"cuMemPoolCreate", address_of(stub_mem_pool_create)},
-    {"cuMemPoolDestroy", address_of(stub_mem_pool_destroy)},
-    {"cuMemPoolSetAttribute", address_of(stub_mem_pool_set_attribute)},
-    {"cuMemPoolTrimTo", address_of(stub_mem_pool_trim_to)},
-    {"cuMemAllocFromPoolAsync", address_of(stub_mem_alloc_from_pool_async)},
-    {"cuMemFreeAsync", address_of(stub_mem_free_async)},
-};
+#define EMM_STUB_ENTRY_POINT(cuda_name, abi_version, ...) \
+  {#cuda_name, address_of<PFN_##cuda_name##_v##abi_version>(stub_##cuda_name)},
+const EntryPoint kEntryPoints[] = {EMM_DRIVER_CALLS(EMM_STUB_ENTRY_POINT)};
+#undef EMM_STUB_ENTRY_POINT
 
 // cuGetProcAddress as documented in cuda.h: a version newer than the driver is
 // CUDA_ERROR_INVALID_VALUE; an unknown symbol is CUDA_SUCCESS with a null pointer.
@@ -365,7 +341,7 @@ CUresult lookup(const char* symbol, void** pfn, int cuda_version, cuuint64_t fla
 extern "C" {
 
 __attribute__((visibility("default"))) CUresult cuDriverGetVersion(int* version) {
-  return stub_driver_get_version(version);
+  return stub_cuDriverGetVersion(version);
 }
 
 #ifdef EMM_STUB_V1_ONLY

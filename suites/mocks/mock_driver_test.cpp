@@ -20,7 +20,7 @@ using ::testing::StrictMock;
 
 // Every entry point of emm::Driver, called once, as a plugin or the host might.
 void call_every_entry_point(Driver& driver) {
-  driver.backend_name();
+  driver.implementation_name();
   driver.driver_get_version();
   driver.device_get_count();
   driver.device_get_attribute(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, 0);
@@ -93,10 +93,10 @@ TEST(MockDriver, DelegatesEveryCallToTheFakeByDefault) {
   EXPECT_EQ(fake.host_allocation_count(), 0U);
 }
 
-TEST(MockDriver, BackendNameIsMock) {
+TEST(MockDriver, ImplementationNameIsMock) {
   NiceMock<MockDriver> mock;
-  EXPECT_EQ(mock.backend_name(), "mock");
-  EXPECT_EQ(mock.fake().backend_name(), "fake");
+  EXPECT_EQ(mock.implementation_name(), "mock");
+  EXPECT_EQ(mock.fake().implementation_name(), "fake");
 }
 
 TEST(MockDriver, DelegatesToTheGivenFake) {

@@ -6,9 +6,6 @@
 //
 // emm-certify never calls this in its parent process: the GPU is probed and used in child
 // processes only (CUDA must not be initialised before fork()).
-#include <exception>
-#include <mutex>
-
 #include "core/backend_factories.hpp"
 #include "emm/cuda_driver.hpp"
 #include "emm/errors.hpp"
@@ -19,30 +16,6 @@ namespace {
 // Other processes and the driver's page granularity move cuMemGetInfo's figures.
 constexpr std::size_t kGpuSlack = std::size_t{8} << 20;
 constexpr int kImporterTimeoutS = 60;
-
-struct GpuState {
-  std::once_flag once;
-  std::string reason;
-  std::shared_ptr<Driver> driver;
-};
-
-// The process's real driver, loaded once.
-GpuState& gpu_state() {
-  static GpuState* state = new GpuState;  // leaked: finalizers may run at static destruction
-  std::call_once(state->once, [] {
-    try {
-      state->driver = CudaDriver::load();
-      if (state->driver->device_get_count() < 1) {
-        state->driver.reset();
-        state->reason = "the CUDA driver reports no device";
-      }
-    } catch (const std::exception& error) {
-      state->reason = error.what();
-      if (state->reason.empty()) state->reason = "the CUDA driver could not be loaded";
-    }
-  });
-  return *state;
-}
 
 class GpuBackend final : public Backend {
  public:
@@ -120,12 +93,12 @@ class GpuBackend final : public Backend {
 
 }  // namespace
 
-const std::string& gpu_unavailable_reason() { return gpu_state().reason; }
+const std::string& gpu_unavailable_reason() { return CudaDriver::probe().reason; }
 
 std::unique_ptr<Backend> make_gpu_backend() {
-  GpuState& state = gpu_state();
-  if (!state.driver) throw DriverUnavailableError("no GPU: " + state.reason);
-  return std::make_unique<GpuBackend>(state.driver);
+  const CudaDriverProbe& gpu = CudaDriver::probe();
+  if (!gpu.driver) throw DriverUnavailableError("no GPU: " + gpu.reason);
+  return std::make_unique<GpuBackend>(gpu.driver);
 }
 
 }  // namespace emm::conformance

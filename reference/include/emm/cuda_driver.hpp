@@ -1,78 +1,54 @@
 // emm/cuda_driver.hpp — CudaDriver: the real CUDA driver, loaded at run time.
 //
-// load() dlopens libcuda.so.1, finds cuGetProcAddress, resolves every entry point the Driver
-// interface needs through it, and calls cuInit(0). Nothing links libcuda at build time, so a
+// load() dlopens libcuda.so.1, finds cuGetProcAddress, resolves every entry point of
+// driver_calls.hpp through it, and calls cuInit(0). Nothing links libcuda at build time, so a
 // kit binary starts on any machine and says why the GPU backend cannot run:
 //
-//   std::string why = emm::CudaDriver::unavailable_reason();   // "" when usable
-//   auto driver = emm::CudaDriver::load();   // or throws DriverUnavailableError
+//   const emm::CudaDriverProbe& gpu = emm::CudaDriver::probe();  // the process's driver
+//   if (!gpu.driver) std::cerr << "no GPU: " << gpu.reason << "\n";
+//   auto driver = emm::CudaDriver::load();   // a driver of its own, or DriverUnavailableError
 //
-// Thread-safety: as the CUDA driver (safe from many threads).
+// probe() is the one answer to "is there a usable GPU in this process, and if not, why": it
+// loads the driver on its first call and hands every caller the same driver afterwards.
+//
+// Ownership: a CudaDriver never unloads the library (see ~CudaDriver). The probe's result lives
+// until the process ends. Thread-safety: as the CUDA driver (safe from many threads); probe()
+// may be called from many threads at once.
 #pragma once
-
-#include "emm/driver.hpp"
 
 #include <memory>
 #include <string>
 
+#include "emm/driver.hpp"
+
 namespace emm {
+
+class CudaDriver;
+
+// What CudaDriver::probe() found.
+struct CudaDriverProbe {
+  std::shared_ptr<CudaDriver> driver;  // null when no GPU can be used
+  std::string reason;                  // why not (a DriverUnavailableError message); "" if usable
+};
 
 class CudaDriver : public Driver {
  public:
   // Throws DriverUnavailableError: no libcuda.so.1, cuInit failure, or no device.
   static std::shared_ptr<CudaDriver> load(const char* library = "libcuda.so.1");
-  // Why load() would fail, or "" if it would succeed (loads and initialises the driver).
+  // Why load(library) would fail, or "" if it would succeed (loads and initialises the driver
+  // on every call; for the process's own driver ask probe()).
   static std::string unavailable_reason(const char* library = "libcuda.so.1");
+  // The process's driver: load()s libcuda.so.1 on the first call (once, whichever thread comes
+  // first) and checks that it reports a device; every later call returns the same result. The
+  // result is never destroyed, because memory finalizers may still call the driver during
+  // static destruction. A process that must fork() before initialising CUDA calls it only
+  // after forking (or in the child).
+  static const CudaDriverProbe& probe();
 
   ~CudaDriver() override;
 
-  std::string backend_name() const override { return "cuda"; }
-  int driver_get_version() override;
-  int device_get_count() override;
-  int device_get_attribute(CUdevice_attribute attribute, int device) override;
-  std::string device_get_name(int device) override;
-  bool device_can_access_peer(int device, int peer) override;
-  CUcontext primary_ctx_retain(int device) override;
-  void primary_ctx_release(int device) override;
-  void primary_ctx_reset(int device) override;
-  CUcontext ctx_get_current() override;
-  void ctx_set_current(CUcontext context) override;
-  int ctx_get_device() override;
-  void ctx_synchronize() override;
-  CUdeviceptr mem_alloc(std::size_t bytesize) override;
-  void mem_free(CUdeviceptr pointer) override;
-  CUdeviceptr mem_alloc_managed(std::size_t bytesize, unsigned flags) override;
-  MemoryInfo mem_get_info() override;
-  AddressRange mem_get_address_range(CUdeviceptr pointer) override;
-  void* mem_host_alloc(std::size_t bytesize, unsigned flags) override;
-  void mem_free_host(void* pointer) override;
-  void mem_host_register(void* pointer, std::size_t bytesize, unsigned flags) override;
-  void mem_host_unregister(void* pointer) override;
-  CUdeviceptr mem_host_get_device_pointer(void* pointer, unsigned flags) override;
-  CUipcMemHandle ipc_get_mem_handle(CUdeviceptr pointer) override;
-  CUdeviceptr ipc_open_mem_handle(const CUipcMemHandle& handle, unsigned flags) override;
-  void ipc_close_mem_handle(CUdeviceptr pointer) override;
-  void memcpy_htod(CUdeviceptr dst, const void* src, std::size_t bytes) override;
-  void memcpy_dtoh(void* dst, CUdeviceptr src, std::size_t bytes) override;
-  void memcpy_dtod(CUdeviceptr dst, CUdeviceptr src, std::size_t bytes) override;
-  void memset_d8(CUdeviceptr dst, unsigned char value, std::size_t count) override;
-  CUstream stream_create(unsigned flags) override;
-  void stream_destroy(CUstream stream) override;
-  void stream_synchronize(CUstream stream) override;
-  CUevent event_create(unsigned flags) override;
-  void event_destroy(CUevent event) override;
-  void event_record(CUevent event, CUstream stream) override;
-  void event_synchronize(CUevent event) override;
-  CUmodule module_load_data(const void* image) override;
-  void module_unload(CUmodule module) override;
-  CUmemoryPool mem_pool_create(const CUmemPoolProps& props) override;
-  void mem_pool_destroy(CUmemoryPool pool) override;
-  void mem_pool_set_attribute(CUmemoryPool pool, CUmemPool_attribute attribute,
-                              void* value) override;
-  void mem_pool_trim_to(CUmemoryPool pool, std::size_t min_bytes_to_keep) override;
-  CUdeviceptr mem_alloc_from_pool_async(std::size_t bytesize, CUmemoryPool pool,
-                                        CUstream stream) override;
-  void mem_free_async(CUdeviceptr pointer, CUstream stream) override;
+  std::string implementation_name() const override { return "cuda"; }
+  EMM_DRIVER_METHODS(EMM_DRIVER_DECLARE_OVERRIDE)
 
   struct Api;  // the resolved entry points (cuda_driver.cpp)
 

@@ -18,13 +18,14 @@
 // released from many threads. Ownership: a view keeps its base allocation alive.
 #pragma once
 
-#include "emm/cuda_api.hpp"
-
 #include <atomic>
 #include <cstddef>
 #include <functional>
 #include <memory>
 #include <optional>
+
+#include "emm/cuda_api.hpp"
+#include "emm/detail/once_finalizer.hpp"
 
 namespace emm {
 
@@ -50,9 +51,9 @@ class MemoryPointer : public std::enable_shared_from_this<MemoryPointer> {
   CUdeviceptr handle() const noexcept { return pointer_; }
   std::size_t size() const noexcept { return size_; }
   // True when constructed with a finalizer (NBEP 7: is_managed).
-  bool is_managed() const noexcept { return managed_; }
+  bool is_managed() const noexcept { return finalizer_.is_managed(); }
   // True until the finalizer has run (always false for unmanaged pointers).
-  bool finalizer_alive() const noexcept;
+  bool finalizer_alive() const noexcept { return finalizer_.alive(); }
 
   virtual long refct() const noexcept { return refct_.load(std::memory_order_acquire); }
 
@@ -93,9 +94,7 @@ class MemoryPointer : public std::enable_shared_from_this<MemoryPointer> {
   CUdeviceptr pointer_;
   std::size_t size_;
   std::shared_ptr<MemoryPointer> owner_;
-  Finalizer finalizer_;
-  bool managed_;
-  std::atomic<bool> finalized_{false};
+  detail::OnceFinalizer finalizer_;
   std::atomic<long> refct_{1};
 };
 

@@ -4,10 +4,10 @@
 // when the last shared_ptr goes (or at free()). Thread-safety: as MemoryPointer.
 #pragma once
 
-#include "emm/memory_pointer.hpp"
-
-#include <atomic>
 #include <memory>
+
+#include "emm/detail/once_finalizer.hpp"
+#include "emm/memory_pointer.hpp"
 
 namespace emm {
 
@@ -22,8 +22,8 @@ class PinnedMemory : public std::enable_shared_from_this<PinnedMemory> {
   Context* context() const noexcept { return context_; }
   void* host_pointer() const noexcept { return host_pointer_; }
   std::size_t size() const noexcept { return size_; }
-  bool is_managed() const noexcept { return managed_; }
-  bool finalizer_alive() const noexcept;
+  bool is_managed() const noexcept { return finalizer_.is_managed(); }
+  bool finalizer_alive() const noexcept { return finalizer_.alive(); }
   const std::shared_ptr<void>& owned() const noexcept { return owned_; }
   // NBEP 7: own() returns the pinned memory itself.
   std::shared_ptr<PinnedMemory> own() { return shared_from_this(); }
@@ -31,15 +31,11 @@ class PinnedMemory : public std::enable_shared_from_this<PinnedMemory> {
   void free();
 
  private:
-  bool run_finalizer_once() noexcept;
-
   Context* context_;
   void* host_pointer_;
   std::size_t size_;
   std::shared_ptr<void> owned_;
-  Finalizer finalizer_;
-  bool managed_;
-  std::atomic<bool> finalized_{false};
+  detail::OnceFinalizer finalizer_;
 };
 
 }  // namespace emm

@@ -41,6 +41,13 @@ struct Capabilities {
   // Sub-allocates from larger blocks it keeps (memory info may be pool-level, INFO-1; IPC
   // handles must carry offsets, IPC-2).
   bool pooling = false;
+  // Keeps no memory it no longer hands out: once the last reference to an allocation is gone
+  // and the next flush point has passed (spec §4 DEFER-4), its memory is back with the driver.
+  // Declaring it makes the driver's figures evidence (FIN-1, FIN-5, DEFER-2, DEFER-4); a plugin
+  // that caches or pools freed memory until reset() leaves it false (spec §7).
+  bool no_caching = false;
+  // memallocmanaged() works (MANAGED-*); otherwise it throws NotImplementedError.
+  bool managed_memory = false;
 
   friend constexpr bool operator==(const Capabilities&, const Capabilities&) = default;
 };
@@ -53,7 +60,7 @@ struct CapabilityField {
   std::string_view meaning;
 };
 
-inline constexpr std::array<CapabilityField, 6> kCapabilityFields{{
+inline constexpr std::array<CapabilityField, 8> kCapabilityFields{{
     {"memory_info", &Capabilities::memory_info,
      "get_memory_info() returns figures instead of throwing NotImplementedError"},
     {"ipc", &Capabilities::ipc, "get_ipc_handle() works instead of throwing NotImplementedError"},
@@ -64,6 +71,10 @@ inline constexpr std::array<CapabilityField, 6> kCapabilityFields{{
     {"runs_on_fake_driver", &Capabilities::runs_on_fake_driver,
      "every CUDA call goes through context()->driver()"},
     {"pooling", &Capabilities::pooling, "sub-allocates from larger blocks it keeps"},
+    {"no_caching", &Capabilities::no_caching,
+     "released memory is back with the driver at the next flush point"},
+    {"managed_memory", &Capabilities::managed_memory,
+     "memallocmanaged() works instead of throwing NotImplementedError"},
 }};
 
 // The row named `name`; null when there is none.

@@ -44,7 +44,7 @@ int run() {
   if (driver->device_bytes_in_use() != 0) {
     return fail("device memory is still in use after free() and close()");
   }
-  std::printf("emmkit_consumer: OK (backend %s)\n", driver->backend_name().c_str());
+  std::printf("emmkit_consumer: OK (driver %s)\n", driver->implementation_name().c_str());
   return 0;
 }
 

@@ -18,6 +18,11 @@
 
 namespace emm {
 
+class FakeDriver;
+namespace fake_detail {
+struct SystemState;  // fake/src/fake_system_state.hpp
+}  // namespace fake_detail
+
 struct FakeDeviceConfig {
   std::size_t capacity = std::size_t{4} << 30;  // 4 GiB of simulated device memory
   bool can_map_host_memory = true;
@@ -50,11 +55,9 @@ class FakeSystem {
   // Live device allocations on `device`, by every process.
   std::size_t allocation_count(int device) const;
 
-  struct Impl;
-  Impl& impl() const noexcept { return *impl_; }
-
  private:
-  std::unique_ptr<Impl> impl_;
+  friend class FakeDriver;  // each FakeDriver is a process over this state
+  std::unique_ptr<fake_detail::SystemState> state_;
 };
 
 }  // namespace emm

@@ -33,52 +33,12 @@ class MockDriver : public Driver {
   // For StrictMock: EXPECT_CALL(...).Times(AnyNumber()) on every entry point except `calls`.
   void allow_all_except(std::initializer_list<DriverCall> calls);
 
-  MOCK_METHOD(std::string, backend_name, (), (const, override));
-  MOCK_METHOD(int, driver_get_version, (), (override));
-  MOCK_METHOD(int, device_get_count, (), (override));
-  MOCK_METHOD(int, device_get_attribute, (CUdevice_attribute, int), (override));
-  MOCK_METHOD(std::string, device_get_name, (int), (override));
-  MOCK_METHOD(bool, device_can_access_peer, (int, int), (override));
-  MOCK_METHOD(CUcontext, primary_ctx_retain, (int), (override));
-  MOCK_METHOD(void, primary_ctx_release, (int), (override));
-  MOCK_METHOD(void, primary_ctx_reset, (int), (override));
-  MOCK_METHOD(CUcontext, ctx_get_current, (), (override));
-  MOCK_METHOD(void, ctx_set_current, (CUcontext), (override));
-  MOCK_METHOD(int, ctx_get_device, (), (override));
-  MOCK_METHOD(void, ctx_synchronize, (), (override));
-  MOCK_METHOD(CUdeviceptr, mem_alloc, (std::size_t), (override));
-  MOCK_METHOD(void, mem_free, (CUdeviceptr), (override));
-  MOCK_METHOD(CUdeviceptr, mem_alloc_managed, (std::size_t, unsigned), (override));
-  MOCK_METHOD(MemoryInfo, mem_get_info, (), (override));
-  MOCK_METHOD(AddressRange, mem_get_address_range, (CUdeviceptr), (override));
-  MOCK_METHOD(void*, mem_host_alloc, (std::size_t, unsigned), (override));
-  MOCK_METHOD(void, mem_free_host, (void*), (override));
-  MOCK_METHOD(void, mem_host_register, (void*, std::size_t, unsigned), (override));
-  MOCK_METHOD(void, mem_host_unregister, (void*), (override));
-  MOCK_METHOD(CUdeviceptr, mem_host_get_device_pointer, (void*, unsigned), (override));
-  MOCK_METHOD(CUipcMemHandle, ipc_get_mem_handle, (CUdeviceptr), (override));
-  MOCK_METHOD(CUdeviceptr, ipc_open_mem_handle, (const CUipcMemHandle&, unsigned), (override));
-  MOCK_METHOD(void, ipc_close_mem_handle, (CUdeviceptr), (override));
-  MOCK_METHOD(void, memcpy_htod, (CUdeviceptr, const void*, std::size_t), (override));
-  MOCK_METHOD(void, memcpy_dtoh, (void*, CUdeviceptr, std::size_t), (override));
-  MOCK_METHOD(void, memcpy_dtod, (CUdeviceptr, CUdeviceptr, std::size_t), (override));
-  MOCK_METHOD(void, memset_d8, (CUdeviceptr, unsigned char, std::size_t), (override));
-  MOCK_METHOD(CUstream, stream_create, (unsigned), (override));
-  MOCK_METHOD(void, stream_destroy, (CUstream), (override));
-  MOCK_METHOD(void, stream_synchronize, (CUstream), (override));
-  MOCK_METHOD(CUevent, event_create, (unsigned), (override));
-  MOCK_METHOD(void, event_destroy, (CUevent), (override));
-  MOCK_METHOD(void, event_record, (CUevent, CUstream), (override));
-  MOCK_METHOD(void, event_synchronize, (CUevent), (override));
-  MOCK_METHOD(CUmodule, module_load_data, (const void*), (override));
-  MOCK_METHOD(void, module_unload, (CUmodule), (override));
-  MOCK_METHOD(CUmemoryPool, mem_pool_create, (const CUmemPoolProps&), (override));
-  MOCK_METHOD(void, mem_pool_destroy, (CUmemoryPool), (override));
-  MOCK_METHOD(void, mem_pool_set_attribute, (CUmemoryPool, CUmemPool_attribute, void*), (override));
-  MOCK_METHOD(void, mem_pool_trim_to, (CUmemoryPool, std::size_t), (override));
-  MOCK_METHOD(CUdeviceptr, mem_alloc_from_pool_async, (std::size_t, CUmemoryPool, CUstream),
-              (override));
-  MOCK_METHOD(void, mem_free_async, (CUdeviceptr, CUstream), (override));
+  MOCK_METHOD(std::string, implementation_name, (), (const, override));
+  // One MOCK_METHOD per Driver method of driver_calls.hpp.
+#define EMM_MOCK_DRIVER_METHOD(cuda_name, abi_version, return_type, method, parameters) \
+  MOCK_METHOD(return_type, method, parameters, (override));
+  EMM_DRIVER_METHODS(EMM_MOCK_DRIVER_METHOD)
+#undef EMM_MOCK_DRIVER_METHOD
 
  private:
   std::shared_ptr<FakeDriver> fake_;

@@ -1,8 +1,9 @@
-// FakeSystem::Impl — the state every simulated process of one FakeSystem shares: the devices,
-// their memory blocks and their simulated virtual address spaces.
+// fake_detail::SystemState — the state every simulated process of one FakeSystem shares: the
+// devices, their memory blocks and their simulated virtual address spaces.
 //
-// Not a public header: fake_system.cpp and fake_driver.cpp only. Every member is guarded by
-// `mutex`; the functions here expect the caller to hold it.
+// Private to fake/src: FakeSystem owns it (fake_system.cpp); each FakeDriver process reaches it
+// through FakeSystem's friendship and keeps a reference (fake_process.hpp). Every member is
+// guarded by `mutex`; the functions here expect the caller to hold it.
 #pragma once
 
 #include <cstddef>
@@ -15,7 +16,7 @@
 
 #include "emm/fake/fake_system.hpp"
 
-namespace emm {
+namespace emm::fake_detail {
 
 // Host memory that stands in for device bytes. Large blocks are anonymous mappings, so a
 // 64 MiB allocation costs nothing until it is written; small ones come from calloc.
@@ -70,7 +71,7 @@ struct Block {
   std::size_t importers = 0;  // open IPC mappings in other processes
 };
 
-struct FakeSystem::Impl {
+struct SystemState {
   struct Device {
     FakeDeviceConfig config;
     DeviceIdentity identity;
@@ -79,7 +80,7 @@ struct FakeSystem::Impl {
     std::size_t allocation_count = 0;
   };
 
-  explicit Impl(FakeSystemConfig system_config);
+  explicit SystemState(FakeSystemConfig system_config);
 
   // Allocates a block of `bytes` (> 0) on `device` and reserves its addresses. Null when the
   // device's free memory (or the host) cannot hold it.
@@ -108,4 +109,4 @@ struct FakeSystem::Impl {
 inline constexpr CUdeviceptr kDeviceAddressBase = CUdeviceptr{1} << 57;
 inline constexpr int kDeviceAddressShift = 40;  // each device spans 1 TiB of addresses
 
-}  // namespace emm
+}  // namespace emm::fake_detail

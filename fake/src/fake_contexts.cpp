@@ -1,0 +1,122 @@
+// FakeDriver: primary contexts (retain counts per process and device) and the current context
+// of each thread. The fake's only contexts are primary contexts: the handle of device d's is
+// kPrimaryContextBase + d.
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+
+#include "emm/errors.hpp"
+#include "fake_process.hpp"
+
+namespace emm {
+namespace {
+
+constexpr std::uintptr_t kPrimaryContextBase = 0x1000;
+
+// The current context of each simulated process, per thread (cuCtxSetCurrent is per thread).
+// Keyed by the process serial, which is never reused.
+thread_local std::unordered_map<std::uint64_t, CUcontext> t_current_context;
+
+}  // namespace
+
+using Call = DriverCall;
+using fake_detail::hex;
+
+// --- the process's side --------------------------------------------------------------------------
+
+CUcontext FakeDriver::Process::current_context() const {
+  auto it = t_current_context.find(serial);
+  return it == t_current_context.end() ? nullptr : it->second;
+}
+
+void FakeDriver::Process::set_current_context(CUcontext context) {
+  if (context == nullptr) {
+    t_current_context.erase(serial);
+  } else {
+    t_current_context[serial] = context;
+  }
+}
+
+std::optional<int> FakeDriver::Process::context_device(CUcontext context) const {
+  const auto value = reinterpret_cast<std::uintptr_t>(context);
+  if (value < kPrimaryContextBase ||
+      value - kPrimaryContextBase >= static_cast<std::uintptr_t>(device_count())) {
+    return std::nullopt;
+  }
+  return static_cast<int>(value - kPrimaryContextBase);
+}
+
+int FakeDriver::Process::require_context(DriverCall call) const {
+  if (const std::optional<int> device = context_device(current_context())) return *device;
+  fail(call, CUDA_ERROR_INVALID_CONTEXT,
+       "no CUDA context is current on this thread; make the device's primary context current "
+       "first (cuCtxSetCurrent, emm::Context::make_current)");
+}
+
+// --- entry points --------------------------------------------------------------------------------
+
+CUcontext FakeDriver::primary_ctx_retain(int device) {
+  auto lock = process_->enter(Call::cuDevicePrimaryCtxRetain);
+  process_->check_device(Call::cuDevicePrimaryCtxRetain, device);
+  ++process_->retains[static_cast<std::size_t>(device)];
+  return reinterpret_cast<CUcontext>(kPrimaryContextBase + static_cast<std::uintptr_t>(device));
+}
+
+void FakeDriver::primary_ctx_release(int device) {
+  auto lock = process_->enter(Call::cuDevicePrimaryCtxRelease);
+  process_->check_device(Call::cuDevicePrimaryCtxRelease, device);
+  int& retains = process_->retains[static_cast<std::size_t>(device)];
+  if (retains == 0) {
+    Process::fail(Call::cuDevicePrimaryCtxRelease, CUDA_ERROR_INVALID_CONTEXT,
+                  "the primary context of device " + std::to_string(device) +
+                      " is not retained (more releases than retains)");
+  }
+  --retains;
+}
+
+void FakeDriver::primary_ctx_reset(int device) {
+  auto lock = process_->enter(Call::cuDevicePrimaryCtxReset);
+  process_->check_device(Call::cuDevicePrimaryCtxReset, device);
+  process_->release_device(device);
+}
+
+CUcontext FakeDriver::ctx_get_current() {
+  auto lock = process_->enter(Call::cuCtxGetCurrent);
+  return process_->current_context();
+}
+
+void FakeDriver::ctx_set_current(CUcontext context) {
+  auto lock = process_->enter(Call::cuCtxSetCurrent);
+  if (context == nullptr) {
+    process_->set_current_context(nullptr);
+    return;
+  }
+  if (!process_->context_device(context)) {
+    Process::fail(Call::cuCtxSetCurrent, CUDA_ERROR_INVALID_CONTEXT,
+                  hex(context) +
+                      " is not a context of this process (use the handle that "
+                      "cuDevicePrimaryCtxRetain returned)");
+  }
+  process_->set_current_context(context);
+}
+
+int FakeDriver::ctx_get_device() {
+  auto lock = process_->enter(Call::cuCtxGetDevice);
+  return process_->require_context(Call::cuCtxGetDevice);
+}
+
+void FakeDriver::ctx_synchronize() {
+  auto lock = process_->enter(Call::cuCtxSynchronize);
+  process_->require_context(Call::cuCtxSynchronize);
+}
+
+int FakeDriver::primary_ctx_retain_count(int device) const {
+  std::lock_guard lock(process_->system.mutex);
+  if (device < 0 || device >= process_->device_count()) {
+    throw InvalidArgumentError("FakeDriver::primary_ctx_retain_count: no device " +
+                               std::to_string(device));
+  }
+  return process_->retains[static_cast<std::size_t>(device)];
+}
+
+}  // namespace emm

@@ -1,0 +1,200 @@
+// FakeDriver: device memory — cuMemAlloc, cuMemAllocManaged, cuMemFree, cuMemGetInfo,
+// cuMemGetAddressRange — and the synchronous copies and memsets that reach it. Each allocation
+// is a Block of the system (fake_system_state.hpp) mapped at a simulated address of this
+// process; an IPC mapping is another mapping of the same block (fake_ipc.cpp).
+#include <cstddef>
+#include <cstring>
+#include <string>
+
+#include "fake_process.hpp"
+
+namespace emm {
+
+using Call = DriverCall;
+using fake_detail::BlockKind;
+using fake_detail::contains;
+using fake_detail::find_containing;
+using fake_detail::hex;
+
+// --- the process's side --------------------------------------------------------------------------
+
+void FakeDriver::Process::out_of_memory(DriverCall call, int device, std::size_t bytes) {
+  const fake_detail::SystemState::Device& state = device_state(device);
+  fail(call, CUDA_ERROR_OUT_OF_MEMORY,
+       std::to_string(bytes) + " bytes requested on fake device " + std::to_string(device) +
+           ", which has " + std::to_string(state.config.capacity - state.bytes_in_use) + " of " +
+           std::to_string(state.config.capacity) + " bytes free");
+}
+
+CUdeviceptr FakeDriver::Process::allocate(DriverCall call, int device, std::size_t bytes,
+                                          BlockKind kind) {
+  const std::optional<std::uint64_t> id = system.create_block(device, bytes, kind, serial);
+  if (!id) out_of_memory(call, device, bytes);
+  const std::optional<CUdeviceptr> base = system.reserve_addresses(system.blocks.at(*id));
+  if (!base) {
+    system.drop_block_holder(*id, true);
+    out_of_memory(call, device, bytes);
+  }
+  mappings.emplace(*base, Mapping{*id, bytes, false, device});
+  return *base;
+}
+
+void FakeDriver::Process::release_mapping(std::map<CUdeviceptr, Mapping>::iterator it) {
+  const Mapping mapping = it->second;
+  system.release_addresses(system.blocks.at(mapping.block), it->first);
+  mappings.erase(it);
+  system.drop_block_holder(mapping.block, !mapping.imported);
+}
+
+void FakeDriver::Process::free_device(DriverCall call, CUdeviceptr pointer) {
+  if (pointer == 0) return;  // cuMemFree(0) succeeds and does nothing (probed)
+  auto it = mappings.find(pointer);
+  if (it != mappings.end() && !it->second.imported) {
+    release_mapping(it);
+    return;
+  }
+  if (it != mappings.end()) {
+    invalid_free(call, CUDA_ERROR_INVALID_VALUE,
+                 hex(pointer) +
+                     " was mapped by cuIpcOpenMemHandle; unmap it with "
+                     "cuIpcCloseMemHandle, not " +
+                     std::string(driver_call_name(call)));
+  }
+  auto inside = find_containing(mappings, pointer, [](const Mapping& m) { return m.size; });
+  if (inside != mappings.end()) {
+    invalid_free(call, CUDA_ERROR_INVALID_VALUE,
+                 hex(pointer) + " lies inside the allocation at " + hex(inside->first) +
+                     " (offset " + std::to_string(pointer - inside->first) +
+                     "); free the allocation's base address");
+  }
+  invalid_free(call, CUDA_ERROR_INVALID_VALUE,
+               hex(pointer) +
+                   " is not a live device allocation of this process (freed twice, or never "
+                   "allocated)");
+}
+
+std::byte* FakeDriver::Process::resolve(CUdeviceptr address, std::size_t bytes) {
+  auto device = find_containing(mappings, address, [](const Mapping& m) { return m.size; });
+  if (device != mappings.end()) {
+    if (!contains(device->first, device->second.size, address, bytes)) return nullptr;
+    return system.blocks.at(device->second.block).backing.data() + (address - device->first);
+  }
+  if (is_mapped_host(address, bytes)) return reinterpret_cast<std::byte*>(address);
+  return nullptr;
+}
+
+std::byte* FakeDriver::Process::resolve_or_fail(DriverCall call, CUdeviceptr address,
+                                                std::size_t bytes, const char* role) {
+  if (std::byte* bytes_at = resolve(address, bytes)) return bytes_at;
+  ++invalid_accesses;
+  fail(call, CUDA_ERROR_INVALID_VALUE,
+       std::string(role) + " range [" + hex(address) + ", +" + std::to_string(bytes) +
+           ") is not inside one live allocation, IPC mapping or mapped host range of this "
+           "process");
+}
+
+// --- allocation ----------------------------------------------------------------------------------
+
+CUdeviceptr FakeDriver::mem_alloc(std::size_t bytesize) {
+  auto lock = process_->enter(Call::cuMemAlloc);
+  const int device = process_->require_context(Call::cuMemAlloc);
+  if (bytesize == 0) {
+    Process::fail(Call::cuMemAlloc, CUDA_ERROR_INVALID_VALUE,
+                  "bytesize is 0 (cuMemAlloc rejects empty allocations)");
+  }
+  return process_->allocate(Call::cuMemAlloc, device, bytesize, BlockKind::device);
+}
+
+void FakeDriver::mem_free(CUdeviceptr pointer) {
+  // No context needed: the driver finds the allocation's own context (probed).
+  auto lock = process_->enter(Call::cuMemFree);
+  process_->free_device(Call::cuMemFree, pointer);
+}
+
+CUdeviceptr FakeDriver::mem_alloc_managed(std::size_t bytesize, unsigned flags) {
+  auto lock = process_->enter(Call::cuMemAllocManaged);
+  const int device = process_->require_context(Call::cuMemAllocManaged);
+  if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST) {
+    Process::fail(
+        Call::cuMemAllocManaged, CUDA_ERROR_INVALID_VALUE,
+        "flags must be CU_MEM_ATTACH_GLOBAL or CU_MEM_ATTACH_HOST, got " + std::to_string(flags));
+  }
+  if (bytesize == 0) {
+    Process::fail(Call::cuMemAllocManaged, CUDA_ERROR_INVALID_VALUE,
+                  "bytesize is 0 (cuMemAllocManaged rejects empty allocations)");
+  }
+  return process_->allocate(Call::cuMemAllocManaged, device, bytesize, BlockKind::managed);
+}
+
+MemoryInfo FakeDriver::mem_get_info() {
+  auto lock = process_->enter(Call::cuMemGetInfo);
+  const int device = process_->require_context(Call::cuMemGetInfo);
+  const fake_detail::SystemState::Device& state = process_->device_state(device);
+  return MemoryInfo{state.config.capacity - state.bytes_in_use, state.config.capacity};
+}
+
+AddressRange FakeDriver::mem_get_address_range(CUdeviceptr pointer) {
+  auto lock = process_->enter(Call::cuMemGetAddressRange);
+  process_->require_context(Call::cuMemGetAddressRange);
+  auto& mappings = process_->mappings;
+  auto device = find_containing(mappings, pointer, [](const auto& m) { return m.size; });
+  if (device != mappings.end()) return AddressRange{device->first, device->second.size};
+  // Mapped host memory has a device address too (UVA): its whole allocation or registration.
+  auto& host = process_->host_allocations;
+  auto allocated = find_containing(host, pointer, [](const auto& h) { return h.size; });
+  if (allocated != host.end() && (allocated->second.flags & CU_MEMHOSTALLOC_DEVICEMAP)) {
+    return AddressRange{allocated->first, allocated->second.size};
+  }
+  auto& registrations = process_->registrations;
+  auto registered = find_containing(registrations, pointer, [](const auto& r) { return r.size; });
+  if (registered != registrations.end() &&
+      (registered->second.flags & CU_MEMHOSTREGISTER_DEVICEMAP)) {
+    return AddressRange{registered->first, registered->second.size};
+  }
+  // CUDA_ERROR_NOT_FOUND is what the real driver answers (documented, and probed) for an
+  // address outside every allocation, including one byte past the end.
+  Process::fail(Call::cuMemGetAddressRange, CUDA_ERROR_NOT_FOUND,
+                hex(pointer) +
+                    " is not inside any device allocation or mapped host range of "
+                    "this process");
+}
+
+// --- copies --------------------------------------------------------------------------------------
+
+void FakeDriver::memcpy_htod(CUdeviceptr dst, const void* src, std::size_t bytes) {
+  auto lock = process_->enter(Call::cuMemcpyHtoD);
+  process_->require_context(Call::cuMemcpyHtoD);
+  if (bytes == 0) return;  // an empty copy touches nothing, wherever it points (probed)
+  if (src == nullptr) {
+    Process::fail(Call::cuMemcpyHtoD, CUDA_ERROR_INVALID_VALUE, "the host source is null");
+  }
+  std::memcpy(process_->resolve_or_fail(Call::cuMemcpyHtoD, dst, bytes, "destination"), src, bytes);
+}
+
+void FakeDriver::memcpy_dtoh(void* dst, CUdeviceptr src, std::size_t bytes) {
+  auto lock = process_->enter(Call::cuMemcpyDtoH);
+  process_->require_context(Call::cuMemcpyDtoH);
+  if (bytes == 0) return;
+  if (dst == nullptr) {
+    Process::fail(Call::cuMemcpyDtoH, CUDA_ERROR_INVALID_VALUE, "the host destination is null");
+  }
+  std::memcpy(dst, process_->resolve_or_fail(Call::cuMemcpyDtoH, src, bytes, "source"), bytes);
+}
+
+void FakeDriver::memcpy_dtod(CUdeviceptr dst, CUdeviceptr src, std::size_t bytes) {
+  auto lock = process_->enter(Call::cuMemcpyDtoD);
+  process_->require_context(Call::cuMemcpyDtoD);
+  if (bytes == 0) return;
+  std::byte* to = process_->resolve_or_fail(Call::cuMemcpyDtoD, dst, bytes, "destination");
+  const std::byte* from = process_->resolve_or_fail(Call::cuMemcpyDtoD, src, bytes, "source");
+  std::memmove(to, from, bytes);
+}
+
+void FakeDriver::memset_d8(CUdeviceptr dst, unsigned char value, std::size_t count) {
+  auto lock = process_->enter(Call::cuMemsetD8);
+  process_->require_context(Call::cuMemsetD8);
+  if (count == 0) return;
+  std::memset(process_->resolve_or_fail(Call::cuMemsetD8, dst, count, "destination"), value, count);
+}
+
+}  // namespace emm

@@ -1,0 +1,241 @@
+// FakeDriver: one simulated process over a FakeSystem — its lifetime, the way into every entry
+// point (locking, call counting, fault injection), and what a test can observe of it.
+//
+// Error codes follow what the real driver answered in a probe on an H100 (CUDA 13.0 toolkit
+// headers, driver 580); the few places where the fake is deliberately stricter or kinder are
+// listed in fake_driver.hpp.
+#include "fake_process.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <utility>
+
+#include "emm/errors.hpp"
+
+namespace emm {
+namespace fake_detail {
+
+std::string hex(std::uintptr_t value) {
+  std::ostringstream out;
+  out << "0x" << std::hex << value;
+  return out.str();
+}
+
+std::string hex(const void* pointer) { return hex(reinterpret_cast<std::uintptr_t>(pointer)); }
+
+}  // namespace fake_detail
+
+namespace {
+std::atomic<std::uint64_t> g_next_process_serial{1};
+}  // namespace
+
+using fake_detail::hex;
+
+// --- the process ---------------------------------------------------------------------------------
+
+FakeDriver::Process::Process(fake_detail::SystemState& system_state)
+    : system(system_state),
+      serial(g_next_process_serial.fetch_add(1)),
+      retains(system_state.devices.size(), 0) {}
+
+std::unique_lock<std::mutex> FakeDriver::Process::enter(DriverCall call) {
+  std::unique_lock lock(system.mutex);
+  ++calls[static_cast<std::size_t>(call)];
+  std::optional<CUresult> injected;
+  for (Fault& fault : faults) {
+    if (fault.call != call) continue;
+    if (fault.skip > 0) {
+      --fault.skip;
+    } else if (!injected) {
+      injected = fault.result;
+      --fault.remaining;
+    }
+  }
+  std::erase_if(faults, [](const Fault& fault) { return fault.remaining == 0; });
+  if (injected) fail(call, *injected, "failure injected by FakeDriver::fail_call");
+  return lock;
+}
+
+void FakeDriver::Process::fail(DriverCall call, CUresult result, std::string detail) {
+  throw CudaDriverError(result, std::string(driver_call_name(call)), std::move(detail));
+}
+
+void FakeDriver::Process::invalid_free(DriverCall call, CUresult result, std::string detail) {
+  ++invalid_frees;
+  fail(call, result, std::move(detail));
+}
+
+void FakeDriver::Process::check_device(DriverCall call, int device) const {
+  if (device < 0 || device >= device_count()) {
+    fail(call, CUDA_ERROR_INVALID_DEVICE,
+         "device " + std::to_string(device) + " does not exist (the fake system has " +
+             std::to_string(device_count()) + ")");
+  }
+}
+
+void FakeDriver::Process::release_device(int device) {
+  for (auto it = mappings.begin(); it != mappings.end();) {
+    auto next = std::next(it);
+    if (it->second.context_device == device) release_mapping(it);
+    it = next;
+  }
+  for (auto it = host_allocations.begin(); it != host_allocations.end();) {
+    auto next = std::next(it);
+    if (it->second.device == device) free_host(it);
+    it = next;
+  }
+  std::erase_if(registrations,
+                [device](const auto& entry) { return entry.second.device == device; });
+  auto on_device = [device](const auto& entry) { return entry.second == device; };
+  std::erase_if(streams, on_device);
+  std::erase_if(events, on_device);
+  std::erase_if(modules, on_device);
+  std::erase_if(pools, on_device);
+}
+
+// --- construction --------------------------------------------------------------------------------
+
+FakeDriver::FakeDriver(std::shared_ptr<FakeSystem> system)
+    : system_(system ? std::move(system)
+                     : throw InvalidArgumentError("FakeDriver needs a FakeSystem, got null")),
+      process_(std::make_unique<Process>(*system_->state_)) {}
+
+FakeDriver::FakeDriver(FakeSystemConfig config)
+    : FakeDriver(std::make_shared<FakeSystem>(std::move(config))) {}
+
+FakeDriver::~FakeDriver() {
+  {
+    std::lock_guard lock(process_->system.mutex);
+    for (int device = 0; device < process_->device_count(); ++device) {
+      process_->release_device(device);
+    }
+  }
+  process_->set_current_context(nullptr);
+}
+
+std::shared_ptr<FakeDriver> FakeDriver::spawn_process() const {
+  return std::make_shared<FakeDriver>(system_);
+}
+
+// --- what this process holds ---------------------------------------------------------------------
+
+std::vector<AddressRange> FakeDriver::live_allocations() const {
+  std::lock_guard lock(process_->system.mutex);
+  std::vector<AddressRange> ranges;
+  for (const auto& [base, mapping] : process_->mappings) {
+    if (!mapping.imported) ranges.push_back(AddressRange{base, mapping.size});
+  }
+  return ranges;
+}
+
+std::size_t FakeDriver::device_bytes_in_use() const {
+  std::lock_guard lock(process_->system.mutex);
+  std::size_t total = 0;
+  for (const auto& entry : process_->mappings) {
+    if (!entry.second.imported) total += entry.second.size;
+  }
+  return total;
+}
+
+std::size_t FakeDriver::host_allocation_count() const {
+  std::lock_guard lock(process_->system.mutex);
+  return process_->host_allocations.size();
+}
+
+std::size_t FakeDriver::host_registration_count() const {
+  std::lock_guard lock(process_->system.mutex);
+  return process_->registrations.size();
+}
+
+std::size_t FakeDriver::ipc_mapping_count() const {
+  std::lock_guard lock(process_->system.mutex);
+  return static_cast<std::size_t>(
+      std::count_if(process_->mappings.begin(), process_->mappings.end(),
+                    [](const auto& entry) { return entry.second.imported; }));
+}
+
+std::size_t FakeDriver::stream_count() const {
+  std::lock_guard lock(process_->system.mutex);
+  return process_->streams.size();
+}
+
+std::size_t FakeDriver::event_count() const {
+  std::lock_guard lock(process_->system.mutex);
+  return process_->events.size();
+}
+
+std::size_t FakeDriver::module_count() const {
+  std::lock_guard lock(process_->system.mutex);
+  return process_->modules.size();
+}
+
+std::size_t FakeDriver::pool_count() const {
+  std::lock_guard lock(process_->system.mutex);
+  return process_->pools.size();
+}
+
+std::size_t FakeDriver::invalid_frees() const {
+  std::lock_guard lock(process_->system.mutex);
+  return process_->invalid_frees;
+}
+
+std::size_t FakeDriver::invalid_accesses() const {
+  std::lock_guard lock(process_->system.mutex);
+  return process_->invalid_accesses;
+}
+
+std::optional<unsigned> FakeDriver::host_allocation_flags(const void* pointer) const {
+  std::lock_guard lock(process_->system.mutex);
+  auto it = process_->host_allocations.find(reinterpret_cast<std::uintptr_t>(pointer));
+  if (it == process_->host_allocations.end()) return std::nullopt;
+  return it->second.flags;
+}
+
+std::optional<unsigned> FakeDriver::host_registration_flags(const void* pointer) const {
+  std::lock_guard lock(process_->system.mutex);
+  auto it = process_->registrations.find(reinterpret_cast<std::uintptr_t>(pointer));
+  if (it == process_->registrations.end()) return std::nullopt;
+  return it->second.flags;
+}
+
+// --- call counting and fault injection -----------------------------------------------------------
+
+std::size_t FakeDriver::call_count(DriverCall call) const {
+  if (call == DriverCall::kCount) {
+    throw InvalidArgumentError("FakeDriver::call_count: DriverCall::kCount is not a call");
+  }
+  std::lock_guard lock(process_->system.mutex);
+  return process_->calls[static_cast<std::size_t>(call)];
+}
+
+void FakeDriver::reset_call_counts() {
+  std::lock_guard lock(process_->system.mutex);
+  process_->calls.fill(0);
+}
+
+void FakeDriver::fail_call(DriverCall call, CUresult result, std::size_t nth, std::size_t times) {
+  if (call == DriverCall::kCount) {
+    throw InvalidArgumentError("FakeDriver::fail_call: DriverCall::kCount is not a call");
+  }
+  if (result == CUDA_SUCCESS) {
+    throw InvalidArgumentError(
+        "FakeDriver::fail_call: the injected result must be an error, got "
+        "CUDA_SUCCESS");
+  }
+  if (nth == 0 || times == 0) {
+    throw InvalidArgumentError(
+        "FakeDriver::fail_call: nth and times count from 1 (nth = 1 fails the very next call)");
+  }
+  std::lock_guard lock(process_->system.mutex);
+  process_->faults.push_back(Process::Fault{call, result, nth - 1, times});
+}
+
+void FakeDriver::clear_faults() {
+  std::lock_guard lock(process_->system.mutex);
+  process_->faults.clear();
+}
+
+}  // namespace emm

@@ -1,0 +1,47 @@
+// emm/detail/once_finalizer.hpp — the run-once finalizer that MemoryPointer and PinnedMemory
+// share (an implementation detail of both; not for plugins).
+//
+//   detail::OnceFinalizer finalizer_{[=] { release(pointer); }};
+//   finalizer_.run("MemoryPointer finalizer");   // runs it; true
+//   finalizer_.run("MemoryPointer finalizer");   // already ran: false, nothing happens
+//   finalizer_.free("MemoryPointer finalizer");  // already ran: PointerLifetimeError
+//
+// The finalizer runs at most once, in whichever thread calls run() or free() first. It must not
+// throw; if it does, the exception is reported through emm::Diagnostics and swallowed (FIN-6).
+// Its captured state is dropped as soon as it has run.
+//
+// Ownership: holds the finalizer. Thread-safety: run(), free() and alive() may race; exactly one
+// run() or free() runs the finalizer.
+#pragma once
+
+#include <atomic>
+#include <functional>
+
+namespace emm::detail {
+
+class OnceFinalizer {
+ public:
+  // An empty `finalizer` makes an unmanaged holder: run() and free() then do nothing.
+  explicit OnceFinalizer(std::function<void()> finalizer) noexcept;
+  OnceFinalizer(const OnceFinalizer&) = delete;
+  OnceFinalizer& operator=(const OnceFinalizer&) = delete;
+
+  // Constructed with a finalizer (NBEP 7: is_managed).
+  bool is_managed() const noexcept { return managed_; }
+  // True until the finalizer has run; always false when unmanaged.
+  bool alive() const noexcept;
+
+  // Runs the finalizer if it has not run yet. `what` names it in a diagnostic ("MemoryPointer
+  // finalizer"). Returns true if this call ran it.
+  bool run(const char* what) noexcept;
+  // NBEP 7 free(): unmanaged, nothing; else runs the finalizer, and throws
+  // PointerLifetimeError("Freeing dead memory") if it had run already.
+  void free(const char* what);
+
+ private:
+  std::function<void()> finalizer_;
+  bool managed_;
+  std::atomic<bool> finalized_{false};
+};
+
+}  // namespace emm::detail

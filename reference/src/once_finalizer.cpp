@@ -1,0 +1,37 @@
+#include "emm/detail/once_finalizer.hpp"
+
+#include <exception>
+#include <utility>
+
+#include "emm/diagnostics.hpp"
+#include "emm/errors.hpp"
+
+namespace emm::detail {
+
+OnceFinalizer::OnceFinalizer(std::function<void()> finalizer) noexcept
+    : finalizer_(std::move(finalizer)), managed_(static_cast<bool>(finalizer_)) {}
+
+bool OnceFinalizer::alive() const noexcept {
+  return managed_ && !finalized_.load(std::memory_order_acquire);
+}
+
+bool OnceFinalizer::run(const char* what) noexcept {
+  if (!managed_ || finalized_.exchange(true, std::memory_order_acq_rel)) return false;
+  // FIN-6: a finalizer must not throw; if it does, report it and carry on.
+  try {
+    finalizer_();
+  } catch (const std::exception& error) {
+    Diagnostics::ignored_exception(what, error.what());
+  } catch (...) {
+    Diagnostics::ignored_exception(what, "unknown exception");
+  }
+  finalizer_ = nullptr;  // drop captured state now, not at destruction
+  return true;
+}
+
+void OnceFinalizer::free(const char* what) {
+  if (!managed_) return;
+  if (!run(what)) throw PointerLifetimeError("Freeing dead memory");
+}
+
+}  // namespace emm::detail
