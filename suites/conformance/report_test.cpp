@@ -125,6 +125,8 @@ TEST(Report, JsonHasTheSpecifiedShape) {
             "      \"thread_safe\": false,\n"
             "      \"runs_on_fake_driver\": true,\n"
             "      \"pooling\": false,\n"
+            "      \"no_caching\": false,\n"
+            "      \"managed_memory\": false,\n"
             "      \"defer_cleanup_behaviour\": \"queues frees\"\n"
             "    }\n"
             "  },\n"
