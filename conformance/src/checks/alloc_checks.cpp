@@ -183,9 +183,9 @@ EMM_CHECK(ALLOC_5) {
       auto probe = allocate(run, context, size, "while the first is held");
       if (overlap(probe->device_pointer(), size, pointer, size)) {
         run.fail(str("a new ", what, " at ", hex(probe->device_pointer()),
-                     " overlaps the held one at ", hex(pointer),
-                     " after a view of it was "
-                     "dropped: the block was returned to the plugin early"));
+                     " overlaps the held one at ", hex(pointer), " after a view of it was dropped",
+                     " (refct ", memory->refct(),
+                     "): the plugin handed out memory that is still in use"));
       }
     }
   }

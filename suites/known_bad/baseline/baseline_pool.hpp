@@ -74,7 +74,8 @@ constexpr PluginDeclaration baseline_declaration(const char* name) {
                                             .ipc = true,
                                             .thread_safe = true,
                                             .runs_on_fake_driver = true,
-                                            .pooling = true},
+                                            .pooling = true,
+                       .no_caching = true},
                            .defer_cleanup_behaviour =
                                "holds the host queue and keeps emptied slabs allocated until "
                                "the outermost guard ends, then frees them"};
