@@ -5,7 +5,10 @@
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -13,7 +16,9 @@
 
 #include <chrono>
 #include <climits>
+#include <cstddef>
 #include <cstdlib>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -108,6 +113,46 @@ TEST(ChildProcess, DeadlineHoldsForAChildThatClosesAllItsDescriptorsAndBlocks) {
   EXPECT_THAT(end.describe(), MatchesRegex("was still running after [0-9]+ ms and was killed"));
   EXPECT_EQ(::kill(child.pid(), 0), -1) << "reaped: no zombie left";
   EXPECT_EQ(errno, ESRCH);
+}
+
+// A seccomp filter that answers pidfd_open() with EPERM, as a sandbox might: the utility falls
+// back to polling waitpid(WNOHANG).
+bool refuse_pidfd_open() {
+  sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_pidfd_open, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  sock_fprog program{static_cast<unsigned short>(std::size(filter)), filter};
+  return ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+         ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) == 0 &&
+         ::syscall(SYS_pidfd_open, ::getpid(), 0) == -1 && errno == EPERM;
+}
+
+TEST(ChildProcess, WithoutPidfdOpenTheExitAndTheDeadlineStillHold) {
+  const std::string report = test::in_harness([]() -> std::string {
+    if (!refuse_pidfd_open()) return "no seccomp";
+    ChildProcess quick = ChildProcess::fork([] {
+      std::this_thread::sleep_for(30ms);
+      return 3;
+    });
+    auto start = std::chrono::steady_clock::now();
+    const std::string quick_end = quick.wait(5s).describe();
+    const bool quick_in_time = milliseconds_since(start) < 1000;
+    ChildProcess stuck = ChildProcess::fork([]() -> int {
+      ::syscall(SYS_close_range, 0u, UINT_MAX, 0u);
+      block_forever();
+    });
+    start = std::chrono::steady_clock::now();
+    const ChildEnd stuck_end = stuck.wait(150ms);
+    const double waited = milliseconds_since(start);
+    return quick_end + (quick_in_time ? " in time" : " late") + "; " +
+           (stuck_end.kind == ChildEnd::Kind::timed_out ? "timed out" : stuck_end.describe()) +
+           (waited >= 145 && waited < 800 ? " at the deadline" : " off the deadline");
+  });
+  if (report == "no seccomp") GTEST_SKIP() << "seccomp filters cannot be installed here";
+  EXPECT_EQ(report, "exited with status 3 in time; timed out at the deadline");
 }
 
 TEST(ChildProcess, KillEndsARunningChild) {

@@ -209,9 +209,12 @@ std::optional<std::string> read_command_frame() {
   if (header == 0) return std::nullopt;
   frame.resize(header);
   const FrameScan scan = scan_frame(frame);
-  if (scan.status == FrameScan::Status::garbage || header < kFrameHeaderSize) {
+  if (scan.status == FrameScan::Status::garbage) {
     throw ProcessError("the command channel carried something that is not a frame: " +
                        scan.problem);
+  }
+  if (header < kFrameHeaderSize) {
+    throw ProcessError("the command channel ended inside a frame header (" + scan.problem + ")");
   }
   const std::size_t length = scan.announced;
   frame.resize(kFrameHeaderSize + length);

@@ -46,12 +46,12 @@
 // identity of their pipes.
 //
 // Ownership and thread-safety: a ChildProcess owns its child (pid, pipes, pidfd) and is
-// move-only; its destructor kills and reaps a child still running, so the utility leaves no
-// zombie and no orphan of its own. One ChildProcess must not be used from two threads at once;
-// different ones may. fork() runs arbitrary code in the child: call it from a single-threaded
-// process (a forked child of a multi-threaded process may deadlock on a lock another thread
-// held). exec() is safe from any thread: between fork and exec the child makes only
-// async-signal-safe calls.
+// move-only (a moved-from one may only be destroyed or assigned to); its destructor kills and
+// reaps a child still running, so the utility leaves no zombie and no orphan of its own. One
+// ChildProcess must not be used from two threads at once; different ones may. fork() runs arbitrary
+// code in the child: call it from a single-threaded process (a forked child of a multi-threaded
+// process may deadlock on a lock another thread held). exec() is safe from any thread: between fork
+// and exec the child makes only async-signal-safe calls.
 #pragma once
 
 #include <sys/types.h>
