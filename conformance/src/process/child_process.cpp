@@ -359,6 +359,8 @@ void flush(Outbox& box) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
     close_fd(box.fd);  // EPIPE: the child closed its end or ended
+    box.pending.clear();
+    box.written = 0;
   }
   if (box.written == box.pending.size()) {
     box.pending.clear();
