@@ -51,7 +51,7 @@ files=(
   conformance/emm-certify conformance/emm-ipc-importer conformance/libemm_reference_plugin.so
   suites/gpu/emm_gpu_driver_tests suites/gpu/libemm_stub_cuda_driver_v1.so
   suites/gpu/libemm_stub_cuda_driver_v2.so
-  suites/reference_gpu/emm_reference_gpu_test suites/reference_gpu/emm_reference_gpu_ipc_importer
+  suites/reference_gpu/emm_reference_gpu_test
   suites/reference_gpu/emm_reference_soak_test
   suites/conformance/emm_conformance_reference_test suites/boost/emm_conformance_boost_reference
 )

@@ -1,24 +1,18 @@
+// The importing process of the IPC checks and its client (ipc_importer.hpp).
 #include "emm/conformance/ipc_importer.hpp"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <chrono>
+#include <cstdio>
 #include <cstdlib>
-#include <cstring>
+#include <exception>
 #include <filesystem>
-#include <sstream>
 
+#include "emm/conformance/child_process.hpp"
+#include "emm/context.hpp"
 #include "emm/cuda_driver.hpp"
 #include "emm/errors.hpp"
 #include "emm/ipc_handle.hpp"
-
-extern char** environ;
 
 namespace emm::conformance {
 namespace {
@@ -33,69 +27,121 @@ std::string running_program_dir() {
   return error ? std::string() : self.parent_path().string();
 }
 
-void write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw Error(std::string("writing to the importer failed: ") + std::strerror(errno));
+// IPC-3 in the importing process, on a handle just opened in `context` as `view`.
+void check_state_machine(IpcHandle& handle, Context& context, const MemoryPointer& view) {
+  bool refused = false;
+  try {
+    handle.open(context);
+  } catch (const IpcStateError& error) {
+    if (std::string(error.what()) != "IpcHandle is already opened") {
+      throw Error(std::string("IPC-3: a second open() threw IpcStateError(\"") + error.what() +
+                  "\"), expected \"IpcHandle is already opened\"");
     }
-    data.remove_prefix(static_cast<std::size_t>(n));
+    refused = true;
   }
+  if (!refused) {
+    throw Error(
+        "IPC-3: a second open() of the same handle was not refused (expected IpcStateError "
+        "\"IpcHandle is already opened\")");
+  }
+  if (view.size() != handle.size()) {
+    throw Error("IPC-3: the opened view has " + std::to_string(view.size()) +
+                " bytes, the handle says " + std::to_string(handle.size()));
+  }
+}
+
+ImportAnswer import_one(Runtime& runtime, const ImportItem& item) {
+  IpcHandle handle = IpcHandle::deserialize(item.handle);
+  if (item.check_state_machine && handle.base() != nullptr) {
+    throw Error("IPC-3: a deserialized handle has a base pointer; it must have none");
+  }
+  Context& context = item.context == ImportContext::source_device && handle.source_info()
+                         ? runtime.context_for_identity(*handle.source_info())
+                         : runtime.get_context(0);
+  std::shared_ptr<MemoryPointer> view = handle.open(context);
+  if (item.check_state_machine) check_state_machine(handle, context, *view);
+  ImportAnswer answer;
+  answer.bytes.resize(view->size());
+  context.make_current();
+  if (!answer.bytes.empty()) {
+    context.driver().memcpy_dtoh(answer.bytes.data(), view->device_pointer(), answer.bytes.size());
+  }
+  if (item.fill) {
+    context.driver().memset_d8(view->device_pointer(), *item.fill, view->size());
+    context.driver().ctx_synchronize();
+  }
+  view.reset();
+  handle.close();
+  answer.ok = true;
+  return answer;
+}
+
+std::unique_ptr<Runtime> cuda_runtime() {
+  // The importer's own environment must not pick a plugin: it imports with the default manager.
+  RuntimeOptions options;
+  options.getenv = [](const char*) -> std::optional<std::string> { return std::nullopt; };
+  return std::make_unique<Runtime>(CudaDriver::load(), options);
+}
+
+std::string output_of(const ChildProcess& child) {
+  std::string text = child.output().tail(2000);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  return text.empty() ? "it printed nothing" : "its output: " + text;
 }
 
 }  // namespace
 
-std::string to_hex(const std::vector<std::byte>& bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string text;
-  text.reserve(bytes.size() * 2);
-  for (std::byte b : bytes) {
-    const auto v = static_cast<unsigned>(b);
-    text += kDigits[v >> 4];
-    text += kDigits[v & 0xF];
-  }
-  return text;
-}
-
-std::vector<std::byte> from_hex(std::string_view text) {
-  if (text.size() % 2 != 0) throw Error("hex text of odd length");
-  auto digit = [](char c) -> unsigned {
-    if (c >= '0' && c <= '9') return static_cast<unsigned>(c - '0');
-    if (c >= 'a' && c <= 'f') return static_cast<unsigned>(c - 'a' + 10);
-    if (c >= 'A' && c <= 'F') return static_cast<unsigned>(c - 'A' + 10);
-    throw Error(std::string("not a hex digit: '") + c + "'");
-  };
-  std::vector<std::byte> bytes(text.size() / 2);
-  for (std::size_t i = 0; i < bytes.size(); ++i) {
-    bytes[i] = static_cast<std::byte>(digit(text[2 * i]) << 4 | digit(text[2 * i + 1]));
-  }
-  return bytes;
-}
-
-std::vector<ImportResult> import_handles(Runtime& runtime,
-                                         const std::vector<std::vector<std::byte>>& handles) {
-  Context& context = runtime.get_context(0);
-  std::vector<ImportResult> results;
-  for (const std::vector<std::byte>& serialized : handles) {
-    ImportResult result;
+ImportResponse serve_import_request(Runtime& runtime, const ImportRequest& request) {
+  ImportResponse response;
+  for (const ImportItem& item : request.items) {
     try {
-      IpcHandle handle = IpcHandle::deserialize(serialized);
-      std::shared_ptr<MemoryPointer> memory = handle.open(context);
-      std::vector<std::byte> bytes(memory->size());
-      context.make_current();
-      if (!bytes.empty())
-        context.driver().memcpy_dtoh(bytes.data(), memory->device_pointer(), bytes.size());
-      memory.reset();
-      handle.close();
-      result.ok = true;
-      result.bytes = std::move(bytes);
+      response.answers.push_back(import_one(runtime, item));
     } catch (const std::exception& error) {
-      result.error = error.what();
+      response.answers.push_back({false, {}, error.what()});
     }
-    results.push_back(std::move(result));
   }
-  return results;
+  return response;
+}
+
+std::string answer_import_request(std::string_view request_bytes,
+                                  const std::function<std::unique_ptr<Runtime>()>& make_runtime) {
+  ImportResponse response;
+  ImportRequest request;
+  try {
+    request = decode_import_request(request_bytes);
+  } catch (const IpcWireError& error) {
+    response.error = error.what();
+    return encode_import_response(response);
+  }
+  std::unique_ptr<Runtime> runtime;
+  try {
+    runtime = make_runtime();
+  } catch (const std::exception& error) {
+    const std::string why =
+        std::string("the importing process could not start CUDA: ") + error.what();
+    for (std::size_t i = 0; i < request.items.size(); ++i)
+      response.answers.push_back({false, {}, why});
+    return encode_import_response(response);
+  }
+  return encode_import_response(serve_import_request(*runtime, request));
+}
+
+int ipc_importer_main() {
+  std::optional<std::string> request;
+  try {
+    request = read_command_frame();
+  } catch (const ProcessError& error) {
+    ImportResponse response;
+    response.error = std::string("malformed IPC import request: ") + error.what();
+    send_result_frame(encode_import_response(response));
+    return 0;
+  }
+  if (!request) {
+    std::fprintf(stderr, "emm-ipc-importer: the command channel closed before a request came\n");
+    return 2;
+  }
+  send_result_frame(answer_import_request(*request, cuda_runtime));
+  return 0;
 }
 
 std::string find_ipc_importer() {
@@ -114,141 +160,42 @@ std::string find_ipc_importer() {
   return "";
 }
 
-std::vector<ImportResult> run_ipc_importer(const std::string& importer,
-                                           const std::vector<std::vector<std::byte>>& handles,
-                                           int timeout_s) {
-  int to_child[2];
-  int from_child[2];
-  if (::pipe2(to_child, O_CLOEXEC) != 0) throw Error("pipe() failed");
-  if (::pipe2(from_child, O_CLOEXEC) != 0) {
-    ::close(to_child[0]);
-    ::close(to_child[1]);
-    throw Error("pipe() failed");
+ImportResponse run_import(const std::string& importer, const ImportRequest& request,
+                          std::chrono::milliseconds timeout) {
+  const std::string wire = encode_import_request(request);
+  ChildOptions options;
+  options.command_channel = true;
+  options.result_channel = true;
+  const auto deadline = ChildProcess::Clock::now() + timeout;
+  ChildProcess child = ChildProcess::exec(importer, {}, options);
+  child.send_command(wire);
+  child.close_command_channel();
+  const FrameWait answer = child.wait_for_frame(deadline);
+  // Reaped (or killed at the deadline) either way: an importer that answered but hangs on its
+  // way out does not cost its answer.
+  const ChildEnd end = child.wait(deadline);
+  if (answer.status != FrameWait::Status::frame) {
+    const std::string channel =
+        answer.status == FrameWait::Status::garbage || !answer.problem.empty()
+            ? "its answer was not a frame: " + answer.problem
+            : "it sent no answer";
+    throw ProcessError(importer + " " + end.describe() + "; " + channel + "; " + output_of(child));
   }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, to_child[0], STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, from_child[1], STDOUT_FILENO);
-  std::string program = importer;
-  char* argv[] = {program.data(), nullptr};
-  pid_t pid = 0;
-  const int spawned = ::posix_spawn(&pid, importer.c_str(), &actions, nullptr, argv, environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(to_child[0]);
-  ::close(from_child[1]);
-  if (spawned != 0) {
-    ::close(to_child[1]);
-    ::close(from_child[0]);
-    throw Error("cannot start " + importer + ": " + std::strerror(spawned));
+  if (!child.result_bytes().empty()) {
+    throw IpcWireError(importer + " sent " + std::to_string(child.result_bytes().size()) +
+                       " bytes after its answer; " + output_of(child));
   }
-  std::string output;
-  bool timed_out = false;
+  ImportResponse response;
   try {
-    std::string input;
-    for (const auto& handle : handles) input += to_hex(handle) + "\n";
-    // An importer that dies early must not kill this process with SIGPIPE.
-    const auto previous = ::signal(SIGPIPE, SIG_IGN);
-    try {
-      write_all(to_child[1], input);
-    } catch (...) {
-      ::signal(SIGPIPE, previous);
-      throw;
-    }
-    ::signal(SIGPIPE, previous);
-    ::close(to_child[1]);
-    to_child[1] = -1;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-    char buffer[65536];
-    while (true) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) {
-        timed_out = true;
-        break;
-      }
-      pollfd fd{from_child[0], POLLIN, 0};
-      const int ready = ::poll(&fd, 1, static_cast<int>(left.count()));
-      if (ready < 0 && errno == EINTR) continue;
-      if (ready == 0) continue;
-      const ssize_t n = ::read(from_child[0], buffer, sizeof buffer);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      output.append(buffer, static_cast<std::size_t>(n));
-    }
-  } catch (...) {
-    if (to_child[1] >= 0) ::close(to_child[1]);
-    ::close(from_child[0]);
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, nullptr, 0);
-    throw;
+    response = decode_import_response(answer.payload);
+  } catch (const IpcWireError& error) {
+    throw IpcWireError(importer + " answered with " + error.what() + "; " + output_of(child));
   }
-  ::close(from_child[0]);
-  if (timed_out) ::kill(pid, SIGKILL);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  if (timed_out) {
-    throw Error(importer + " gave no answer within " + std::to_string(timeout_s) + " s");
+  if (response.error.empty() && response.answers.size() != request.items.size()) {
+    throw IpcWireError(importer + " answered " + std::to_string(response.answers.size()) + " of " +
+                       std::to_string(request.items.size()) + " handles; " + output_of(child));
   }
-  std::vector<ImportResult> results;
-  std::istringstream lines(output);
-  std::string line;
-  while (std::getline(lines, line)) {
-    ImportResult result;
-    if (line.rfind("OK ", 0) == 0 || line == "OK") {
-      result.ok = true;
-      result.bytes = from_hex(line.size() > 3 ? std::string_view(line).substr(3) : "");
-    } else if (line.rfind("ERR ", 0) == 0) {
-      result.error = line.substr(4);
-    } else {
-      throw Error(importer + " answered an unexpected line: " + line.substr(0, 200));
-    }
-    results.push_back(std::move(result));
-  }
-  if (results.size() != handles.size()) {
-    std::string why = "exit status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-    if (WIFSIGNALED(status)) why = "killed by signal " + std::to_string(WTERMSIG(status));
-    throw Error(importer + " answered " + std::to_string(results.size()) + " of " +
-                std::to_string(handles.size()) + " handles (" + why + ")");
-  }
-  return results;
-}
-
-int ipc_importer_main(std::istream& in, std::ostream& out) {
-  std::vector<std::vector<std::byte>> handles;
-  std::string line;
-  try {
-    while (std::getline(in, line)) {
-      if (!line.empty()) handles.push_back(from_hex(line));
-    }
-  } catch (const std::exception& error) {
-    out << "ERR bad input: " << error.what() << "\n";
-    return 2;
-  }
-  std::vector<ImportResult> results;
-  try {
-    RuntimeOptions options;
-    options.getenv = [](const char*) -> std::optional<std::string> { return std::nullopt; };
-    Runtime runtime(CudaDriver::load(), options);
-    results = import_handles(runtime, handles);
-  } catch (const std::exception& error) {
-    for (std::size_t i = 0; i < handles.size(); ++i) {
-      out << "ERR the importing process could not start CUDA: " << error.what() << "\n";
-    }
-    return 1;
-  }
-  for (const ImportResult& result : results) {
-    if (result.ok) {
-      out << "OK " << to_hex(result.bytes) << "\n";
-    } else {
-      std::string error = result.error;
-      for (char& c : error) {
-        if (c == '\n' || c == '\r') c = ' ';
-      }
-      out << "ERR " << error << "\n";
-    }
-  }
-  out.flush();
-  return 0;
+  return response;
 }
 
 }  // namespace emm::conformance

@@ -3,7 +3,8 @@
 //   Certify/<plugin>/<backend>    emm-certify --plugin <plugin .so> --backend <backend>
 //                                             --json <temporary file>
 //
-// run as a child process (stdout and stderr discarded), timed from spawn to exit, once. The
+// run as a child process (ChildProcess, child_process.hpp; its output is kept only to explain a
+// failure), timed from spawn to exit, once, within 30 minutes. The
 // verdict is the benchmark's label; for NOT CERTIFIED the label also names the clauses that
 // failed, crashed or timed out (read from the JSON report), so a flaky clause is visible. The
 // paths come from the build (EMM_BENCH_CERTIFY, EMM_BENCH_PLUGIN_<name>), and the environment
@@ -11,12 +12,10 @@
 // configuration without emm-certify or the plugin reports the benchmark as skipped. Exit status 0
 // (CERTIFIED) and 1 (NOT CERTIFIED, still a complete certification) are timed; anything else is an
 // error.
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -26,8 +25,7 @@
 #include <vector>
 
 #include "bench_common.hpp"
-
-extern char** environ;
+#include "emm/conformance/child_process.hpp"
 
 namespace emm::bench {
 namespace {
@@ -58,35 +56,22 @@ constexpr Plugin kCertifiedPlugins[] = {
 #endif
 };
 
-// Runs `arguments` with stdout/stderr sent to /dev/null; returns the exit status, or -1 with
-// `why` set.
+// Runs `arguments`; returns the exit status, or -1 with `why` set.
 int run_quietly(const std::vector<std::string>& arguments, std::string& why) {
-  std::vector<char*> argv;
-  for (const std::string& argument : arguments) argv.push_back(const_cast<char*>(argument.c_str()));
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  pid_t child = 0;
-  const int spawned = posix_spawn(&child, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0) {
-    why = "cannot start " + arguments[0] + ": " + std::strerror(spawned);
-    return -1;
+  using conformance::ChildEnd;
+  using conformance::ChildProcess;
+  conformance::ChildOptions options;
+  options.output_keep_bytes = 4096;
+  try {
+    ChildProcess child = ChildProcess::exec(
+        arguments[0], std::vector<std::string>(arguments.begin() + 1, arguments.end()), options);
+    const ChildEnd end = child.wait(std::chrono::minutes(30));
+    if (end.kind == ChildEnd::Kind::exited) return end.exit_status;
+    why = arguments[0] + " " + end.describe() + "; its output ends: " + child.output().tail(600);
+  } catch (const conformance::ProcessError& error) {
+    why = error.what();
   }
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0) {
-    if (errno != EINTR) {
-      why = std::string("waitpid: ") + std::strerror(errno);
-      return -1;
-    }
-  }
-  if (WIFSIGNALED(status)) {
-    why = arguments[0] + " was killed by signal " + std::to_string(WTERMSIG(status));
-    return -1;
-  }
-  return WEXITSTATUS(status);
+  return -1;
 }
 
 // The JSON string value that starts at text[at] (just after its opening quote), unescaped

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -12,8 +13,10 @@
 #include <thread>
 #include <vector>
 
+#include "emm/conformance/ipc_importer.hpp"
 #include "emm/cuda_driver.hpp"
 #include "emm/errors.hpp"
+#include "emm/ipc_handle.hpp"
 #include "gpu_test_support.hpp"
 
 namespace emm {
@@ -222,20 +225,41 @@ TEST_F(CudaDriverGpu, IpcHandleOpensInAnotherProcessAtTheAllocationBase) {
   const std::vector<std::uint8_t> written = pattern(size, 3);
   driver_->memcpy_htod(buffer.get(), written.data(), size);
 
-  gpu_test::IpcChildRequest request;
-  request.offset = 4096 + 3;
-  request.size = 1000;
-  request.seed = 3;
+  // CUDA refuses to import a handle in the process that exported it, and a forked child cannot
+  // use CUDA: emm-ipc-importer opens it (with CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS, mapping
+  // offset + count bytes from the allocation base), reads [offset, offset + count), fills it.
+  const std::size_t offset = 4096 + 3;
+  const std::size_t count = 1000;
+  conformance::ImportItem item;
   // Exported through an interior pointer: the importer still maps the whole allocation.
-  request.handle = driver_->ipc_get_mem_handle(buffer.get() + request.offset);
-  ASSERT_EQ(gpu_test::spawn_ipc_child(request), 0) << "see the child's stderr above";
+  item.handle = IpcHandle(nullptr, driver_->ipc_get_mem_handle(buffer.get() + offset), count,
+                          std::nullopt, offset)
+                    .serialize();
+  item.fill = gpu_test::kIpcChildFill;
+  conformance::ImportRequest request;
+  request.items.push_back(item);
+  const std::string importer = conformance::find_ipc_importer();
+  ASSERT_FALSE(importer.empty()) << "emm-ipc-importer not found; set EMM_IPC_IMPORTER to it";
+  const conformance::ImportResponse response =
+      conformance::run_import(importer, request, std::chrono::seconds(60));
+  ASSERT_EQ(response.error, "");
+  ASSERT_EQ(response.answers.size(), 1u);
+  ASSERT_TRUE(response.answers[0].ok) << response.answers[0].error;
+  const std::vector<std::uint8_t> seen(
+      reinterpret_cast<const std::uint8_t*>(response.answers[0].bytes.data()),
+      reinterpret_cast<const std::uint8_t*>(response.answers[0].bytes.data()) +
+          response.answers[0].bytes.size());
+  EXPECT_EQ(seen, std::vector<std::uint8_t>(
+                      written.begin() + static_cast<std::ptrdiff_t>(offset),
+                      written.begin() + static_cast<std::ptrdiff_t>(offset + count)))
+      << "the other process read different bytes than this one wrote at [offset, offset + count)";
 
   std::vector<std::uint8_t> expected = written;
-  std::fill(expected.begin() + static_cast<std::ptrdiff_t>(request.offset),
-            expected.begin() + static_cast<std::ptrdiff_t>(request.offset + request.size),
+  std::fill(expected.begin() + static_cast<std::ptrdiff_t>(offset),
+            expected.begin() + static_cast<std::ptrdiff_t>(offset + count),
             gpu_test::kIpcChildFill);
   EXPECT_EQ(read(buffer.get(), size), expected)
-      << "the child's writes landed somewhere other than [offset, offset + size)";
+      << "the other process's writes landed somewhere other than [offset, offset + count)";
 }
 
 TEST_F(CudaDriverGpu, IpcHandleCannotBeOpenedInTheExportingProcess) {

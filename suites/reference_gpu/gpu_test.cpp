@@ -3,27 +3,22 @@
 // a machine without one.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
-#include <filesystem>
 #include <iostream>
 #include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "emm/conformance/ipc_importer.hpp"
 #include "emm/context.hpp"
 #include "emm/cuda_driver.hpp"
 #include "emm/ipc_handle.hpp"
 #include "emm/runtime.hpp"
 #include "gpu_support.hpp"
-#include "ipc_records.hpp"
 #include "reference_test_support.hpp"
-
-extern char** environ;
 
 namespace emm {
 namespace {
@@ -230,26 +225,6 @@ TEST(GpuHostMemory, PinRegistrationOverlapIsDecidedOnBytes) {
 
 // --- IPC across two real processes ---------------------------------------------------------
 
-std::string importer_path() {
-  // Beside this program first (a copied bundle), else where the build put it.
-  const auto beside = std::filesystem::read_symlink("/proc/self/exe").parent_path() /
-                      "emm_reference_gpu_ipc_importer";
-  if (std::filesystem::exists(beside)) return beside.string();
-  return EMM_GPU_IPC_IMPORTER;
-}
-
-int run_program(const std::vector<std::string>& arguments) {
-  std::vector<char*> argv;
-  for (const auto& a : arguments) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  // posix_spawn execs at once: no CUDA state is used in the child before exec.
-  if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0) return -1;
-  int status = 0;
-  if (waitpid(pid, &status, 0) != pid) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 TEST(GpuIpc, IPC_3_TwoProcessRoundTripOfViewsAtOffsets) {
   EMM_CLAUSE("IPC-3");
   EMM_REQUIRE_GPU(driver);
@@ -264,38 +239,43 @@ TEST(GpuIpc, IPC_3_TwoProcessRoundTripOfViewsAtOffsets) {
     std::size_t offset, size;
   };
   const std::vector<Export> exports = {{1, 1000}, {256, 2048}, {4096 + 3, 5000}, {0, kAllocation}};
-  std::vector<test::Record> handles;
+  // The importing process (emm-ipc-importer) opens each handle in its source device's context
+  // and checks the state machine there too: no base after deserialize(), a second open()
+  // refused with "IpcHandle is already opened", the view of the handle's size (IPC-3).
+  conformance::ImportRequest request;
   for (const Export& e : exports) {
     IpcHandle handle = context.get_ipc_handle(memory->view(e.offset, e.offset + e.size));
     EXPECT_EQ(handle.offset(), e.offset) << "offset = view pointer - allocation base";
     EXPECT_EQ(handle.size(), e.size);
     EMM_EXPECT_THROW(IpcStateError, handle.open(context),
                      StrEq("opening IpcHandle from original process"));
-    handles.push_back(handle.serialize());
+    conformance::ImportItem item;
+    item.handle = handle.serialize();
+    item.context = conformance::ImportContext::source_device;
+    item.check_state_machine = true;
+    request.items.push_back(std::move(item));
   }
 
-  char directory[] = "/tmp/emm_ipc_XXXXXX";
-  ASSERT_NE(::mkdtemp(directory), nullptr);
-  const std::string handles_file = std::string(directory) + "/handles.bin";
-  const std::string results_file = std::string(directory) + "/results.bin";
-  test::write_records(handles_file, handles);
-
-  const int status = run_program({importer_path(), handles_file, results_file});
-  ASSERT_EQ(status, 0) << "the importer process failed (its reason is on stderr)";
-  const auto results = test::read_records(results_file);
-  ASSERT_EQ(results.size(), exports.size());
+  const std::string importer = conformance::find_ipc_importer();
+  ASSERT_FALSE(importer.empty()) << "emm-ipc-importer not found; set EMM_IPC_IMPORTER to it";
+  const conformance::ImportResponse response =
+      conformance::run_import(importer, request, std::chrono::seconds(60));
+  ASSERT_EQ(response.error, "");
+  ASSERT_EQ(response.answers.size(), exports.size());
   for (std::size_t i = 0; i < exports.size(); ++i) {
     SCOPED_TRACE("view at offset " + std::to_string(exports[i].offset));
+    const conformance::ImportAnswer& answer = response.answers[i];
+    ASSERT_TRUE(answer.ok) << "the importing process: " << answer.error;
     const Bytes expected(
         data.begin() + static_cast<std::ptrdiff_t>(exports[i].offset),
         data.begin() + static_cast<std::ptrdiff_t>(exports[i].offset + exports[i].size));
-    const Bytes got(reinterpret_cast<const unsigned char*>(results[i].data()),
-                    reinterpret_cast<const unsigned char*>(results[i].data()) + results[i].size());
+    const Bytes got(
+        reinterpret_cast<const unsigned char*>(answer.bytes.data()),
+        reinterpret_cast<const unsigned char*>(answer.bytes.data()) + answer.bytes.size());
     EXPECT_EQ(got, expected) << "the other process read the exporter's bytes of that view";
   }
   std::cout << "two-process IPC: " << exports.size()
             << " views read back by pid-separate importer\n";
-  std::filesystem::remove_all(directory);
 }
 
 }  // namespace

@@ -174,14 +174,22 @@ void flush_point(BaseCUDAMemoryManager& manager) {
   }
 }
 
-std::vector<ImportResult> import_elsewhere(ClauseRun& run,
-                                           const std::vector<std::vector<std::byte>>& handles) {
+std::vector<ImportAnswer> import_elsewhere(ClauseRun& run, const ImportRequest& request) {
+  ImportResponse response;
   try {
-    return run.backend().import_elsewhere(handles);
+    response = run.backend().import_elsewhere(request);
   } catch (...) {
     run.fail(
         str("the importing process could not open the handles: ", describe_current_exception()));
   }
+  if (!response.error.empty()) {
+    run.fail("the importing process refused the request: " + response.error);
+  }
+  if (response.answers.size() != request.items.size()) {
+    run.fail(str("the importing process answered for ", response.answers.size(),
+                 " handles, expected ", request.items.size()));
+  }
+  return std::move(response.answers);
 }
 
 void expect_no_invalid_frees(ClauseRun& run, std::optional<std::size_t> before,

@@ -108,10 +108,9 @@ std::size_t expect_no_growth(ClauseRun& run, std::size_t baseline, std::string_v
 // (others have no queue the kit can name: nothing is done).
 void flush_point(BaseCUDAMemoryManager& manager);
 
-// Opens every serialized handle in another process (Backend::import_elsewhere); a failure to
-// run that process fails the clause.
-std::vector<ImportResult> import_elsewhere(ClauseRun& run,
-                                           const std::vector<std::vector<std::byte>>& handles);
+// Serves `request` in another process (Backend::import_elsewhere); a failure to run that
+// process, or a request it refused as a whole, fails the clause. One answer per item.
+std::vector<ImportAnswer> import_elsewhere(ClauseRun& run, const ImportRequest& request);
 
 // Fails when the backend counted invalid frees since `before` (a backend().invalid_frees()
 // figure); records an unobservable note when the backend does not count them.

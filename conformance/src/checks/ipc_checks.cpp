@@ -64,19 +64,17 @@ void expect_handle_fields(ClauseRun& run, const Exported& e) {
 
 // Another process opens every handle and must read exactly the exporter's bytes.
 void expect_imported(ClauseRun& run, const std::vector<Exported>& exported) {
-  std::vector<std::vector<std::byte>> serialized;
+  ImportRequest request;
   for (const Exported& e : exported) {
     try {
-      serialized.push_back(e.handle.serialize());
+      ImportItem item;
+      item.handle = e.handle.serialize();
+      request.items.push_back(std::move(item));
     } catch (...) {
       run.fail(str("serializing the handle of ", e.what, " threw ", describe_current_exception()));
     }
   }
-  const std::vector<ImportResult> imported = import_elsewhere(run, serialized);
-  if (imported.size() != exported.size()) {
-    run.fail(str("the importing process answered for ", imported.size(), " handles, expected ",
-                 exported.size()));
-  }
+  const std::vector<ImportAnswer> imported = import_elsewhere(run, request);
   for (std::size_t i = 0; i < exported.size(); ++i) {
     const Exported& e = exported[i];
     if (!imported[i].ok) {

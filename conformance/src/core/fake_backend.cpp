@@ -38,11 +38,10 @@ class FakeBackend final : public Backend {
   std::optional<std::size_t> invalid_frees() override { return fake_->invalid_frees(); }
   std::optional<std::size_t> invalid_accesses() override { return fake_->invalid_accesses(); }
 
-  std::vector<ImportResult> import_elsewhere(
-      const std::vector<std::vector<std::byte>>& handles) override {
+  ImportResponse import_elsewhere(const ImportRequest& request) override {
     // A second simulated process over the same devices, with the default manager.
     Runtime importer(fake_->spawn_process(), RuntimeOptions::hermetic());
-    return import_handles(importer, handles);
+    return serve_import_request(importer, request);
   }
 
  private:

@@ -58,15 +58,14 @@ class GpuBackend final : public Backend {
   std::optional<std::size_t> invalid_frees() override { return std::nullopt; }
   std::optional<std::size_t> invalid_accesses() override { return std::nullopt; }
 
-  std::vector<ImportResult> import_elsewhere(
-      const std::vector<std::vector<std::byte>>& handles) override {
+  ImportResponse import_elsewhere(const ImportRequest& request) override {
     const std::string importer = find_ipc_importer();
     if (importer.empty()) {
       throw Error(
           "cannot find the emm-ipc-importer executable for the second process; set "
           "EMM_IPC_IMPORTER to its path");
     }
-    return run_ipc_importer(importer, handles, kImporterTimeoutS);
+    return run_import(importer, request, std::chrono::seconds(kImporterTimeoutS));
   }
 
  private:

@@ -1,10 +1,22 @@
-// emm-ipc-importer — the second process of the GPU IPC checks (IPC-1, IPC-2).
+// emm-ipc-importer — the second process of the GPU IPC checks (IPC-1, IPC-2, IPC-3).
 //
-// Reads serialized IPC handles (hex, one a line) from stdin, opens each with the default
-// manager on the real driver, and answers "OK <hex bytes>" or "ERR <message>" per handle.
-// Started by emm-certify and by the conformance test binaries; not meant for direct use.
-#include <iostream>
+// Reads one import request (ipc_wire.hpp) from its command channel, opens each handle with the
+// default manager on the real driver, and answers on its result channel (child_process.hpp).
+// Started by emm-certify, the conformance suites and the GPU suites through run_import(); not
+// meant to be run by hand.
+#include <cstdio>
+#include <cstdlib>
 
+#include "emm/conformance/child_process.hpp"
 #include "emm/conformance/ipc_importer.hpp"
 
-int main() { return emm::conformance::ipc_importer_main(std::cin, std::cout); }
+int main() {
+  if (std::getenv(emm::conformance::kChannelsEnvironmentVariable) == nullptr) {
+    std::fprintf(stderr,
+                 "emm-ipc-importer: no command channel (%s is not set); this program is started "
+                 "by emm-certify and the kit's tests through run_import(), not by hand\n",
+                 emm::conformance::kChannelsEnvironmentVariable);
+    return 2;
+  }
+  return emm::conformance::ipc_importer_main();
+}

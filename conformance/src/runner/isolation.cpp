@@ -1,17 +1,10 @@
 #include "emm/conformance/isolation.hpp"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
-#include <cstring>
 #include <deque>
+#include <exception>
 
 #include "emm/conformance/result_codec.hpp"
 #include "emm/errors.hpp"
@@ -21,124 +14,66 @@ namespace {
 
 constexpr std::size_t kTailBytes = 4096;
 
-using Clock = std::chrono::steady_clock;
+using Clock = ChildProcess::Clock;
 
-void write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return;
-    }
-    data.remove_prefix(static_cast<std::size_t>(n));
-  }
-}
-
-// The child: runs the work, sends the payload, and leaves without running any destructor or
-// atexit handler of the plugin's (they belong to the parent's copy of the state).
-[[noreturn]] void child_main(const std::function<std::string()>& work, int payload_fd,
-                             int output_fd) {
-  ::setpgid(0, 0);  // its own group, so a timeout also kills what it started
-  ::dup2(output_fd, STDOUT_FILENO);
-  ::dup2(output_fd, STDERR_FILENO);
-  ::close(output_fd);
+// The child: runs the work and sends its payload; ChildProcess leaves with _exit(), so no
+// destructor or atexit handler of the plugin's runs in the child (they belong to the parent's
+// copy of the state).
+int child_main(const std::function<std::string()>& work) {
   std::string payload;
   try {
     payload = work();
   } catch (const std::exception& error) {
     std::fprintf(stderr, "emm-certify child: the work threw: %s\n", error.what());
-    std::fflush(stderr);
-    ::_exit(3);
+    return 3;
   } catch (...) {
     std::fprintf(stderr, "emm-certify child: the work threw a non-standard exception\n");
-    std::fflush(stderr);
-    ::_exit(3);
+    return 3;
   }
-  std::string framed = std::to_string(payload.size()) + "\n" + payload;
-  write_all(payload_fd, framed);
-  ::close(payload_fd);
-  std::fflush(stdout);
-  std::fflush(stderr);
-  ::_exit(0);
+  send_result_frame(payload);
+  return 0;
 }
 
 struct Running {
   std::size_t index;
-  pid_t pid;
-  int payload_fd;
-  int output_fd;
-  Clock::time_point started;
-  std::string payload;
-  std::string output;
-  bool payload_open = true;
-  bool output_open = true;
+  ChildProcess child;
+  Clock::time_point deadline;
 };
 
-// Reads what is available on `fd` into `into`; returns false at end of file.
-bool drain(int fd, std::string& into, std::size_t keep_tail) {
-  char buffer[65536];
-  const ssize_t n = ::read(fd, buffer, sizeof buffer);
-  if (n < 0) return errno == EINTR || errno == EAGAIN;
-  if (n == 0) return false;
-  into.append(buffer, static_cast<std::size_t>(n));
-  if (keep_tail > 0 && into.size() > 2 * keep_tail) into.erase(0, into.size() - keep_tail);
-  return true;
-}
-
-bool complete_payload(const std::string& framed, std::string* payload) {
-  const std::size_t newline = framed.find('\n');
-  if (newline == std::string::npos) return false;
-  std::size_t length = 0;
-  const auto [end, error] = std::from_chars(framed.data(), framed.data() + newline, length);
-  if (error != std::errc() || end != framed.data() + newline) return false;
-  if (framed.size() - newline - 1 != length) return false;
-  if (payload) *payload = framed.substr(newline + 1);
-  return true;
-}
-
-ChildReport finish(Running& child, bool timed_out) {
+ChildReport report_of(const ChildProcess& child, const ChildEnd& end) {
   ChildReport report;
-  if (timed_out) {
-    ::kill(-child.pid, SIGKILL);
-    ::kill(child.pid, SIGKILL);
-  }
-  int status = 0;
-  while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (child.payload_open) ::close(child.payload_fd);
-  if (child.output_open) ::close(child.output_fd);
-  report.duration_ms =
-      std::chrono::duration<double, std::milli>(Clock::now() - child.started).count();
-  report.output_tail = child.output.size() > kTailBytes
-                           ? child.output.substr(child.output.size() - kTailBytes)
-                           : child.output;
-  std::string payload;
-  if (timed_out) {
-    report.kind = ChildReport::Kind::timed_out;
-  } else if (WIFSIGNALED(status)) {
-    report.kind = ChildReport::Kind::crashed;
-    report.signal = WTERMSIG(status);
-  } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
-             complete_payload(child.payload, &payload)) {
-    report.kind = ChildReport::Kind::finished;
-    report.payload = std::move(payload);
-  } else {
-    report.kind = ChildReport::Kind::crashed;
-    report.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  report.duration_ms = end.duration_ms;
+  report.output_tail = child.output().tail(kTailBytes);
+  std::string problem;
+  std::optional<std::string> payload;
+  switch (end.kind) {
+    case ChildEnd::Kind::timed_out:
+    case ChildEnd::Kind::killed:
+      report.kind = ChildReport::Kind::timed_out;
+      break;
+    case ChildEnd::Kind::signaled:
+      report.kind = ChildReport::Kind::crashed;
+      report.signal = end.signal;
+      break;
+    case ChildEnd::Kind::exited:
+      if (end.exit_status == 0) payload = decode_frame(child.result_bytes(), problem);
+      if (payload) {
+        report.kind = ChildReport::Kind::finished;
+        report.payload = std::move(*payload);
+      } else {
+        report.kind = ChildReport::Kind::crashed;
+        report.exit_status = end.exit_status;
+      }
+      break;
+    case ChildEnd::Kind::lost:
+      report.kind = ChildReport::Kind::crashed;
+      report.exit_status = -1;
+      break;
   }
   return report;
 }
 
 }  // namespace
-
-std::string describe_signal(int signal) {
-  const char* abbreviation = ::sigabbrev_np(signal);
-  const char* description = ::sigdescr_np(signal);
-  std::string text = abbreviation != nullptr ? std::string("SIG") + abbreviation
-                                             : "signal " + std::to_string(signal);
-  if (description != nullptr) text += std::string(" (") + description + ")";
-  return text;
-}
 
 std::vector<ChildReport> run_in_children(
     const std::vector<std::function<std::string()>>& work, std::size_t parallel,
@@ -149,77 +84,36 @@ std::vector<ChildReport> run_in_children(
   for (std::size_t i = 0; i < work.size(); ++i) pending.push_back(i);
   std::vector<Running> running;
   parallel = std::max<std::size_t>(parallel, 1);
-  std::fflush(stdout);
-  std::fflush(stderr);
+  ChildOptions options;
+  options.result_channel = true;
+  options.output_keep_bytes = kTailBytes;
 
   while (!pending.empty() || !running.empty()) {
     while (!pending.empty() && running.size() < parallel) {
       const std::size_t index = pending.front();
       pending.pop_front();
-      int payload_pipe[2];
-      int output_pipe[2];
-      if (::pipe2(payload_pipe, O_CLOEXEC) != 0) throw Error("pipe() failed");
-      if (::pipe2(output_pipe, O_CLOEXEC) != 0) throw Error("pipe() failed");
-      const pid_t pid = ::fork();
-      if (pid < 0) throw Error(std::string("fork() failed: ") + std::strerror(errno));
-      if (pid == 0) {
-        ::close(payload_pipe[0]);
-        ::close(output_pipe[0]);
-        // Only the fds still open: a closed one's number may now be this child's own pipe.
-        for (const Running& other : running) {
-          if (other.payload_open) ::close(other.payload_fd);
-          if (other.output_open) ::close(other.output_fd);
-        }
-        child_main(work[index], payload_pipe[1], output_pipe[1]);
-      }
-      ::setpgid(pid, pid);  // also in the parent, to win the race with the child's own call
-      ::close(payload_pipe[1]);
-      ::close(output_pipe[1]);
-      running.push_back({index, pid, payload_pipe[0], output_pipe[0], Clock::now(), {}, {}});
+      const auto started = Clock::now();
+      running.push_back(
+          {index, ChildProcess::fork([&work, index] { return child_main(work[index]); }, options),
+           started + timeout});
     }
-
-    std::vector<pollfd> fds;
-    for (const Running& child : running) {
-      if (child.payload_open) fds.push_back({child.payload_fd, POLLIN, 0});
-      if (child.output_open) fds.push_back({child.output_fd, POLLIN, 0});
+    std::vector<ChildProcess*> children;
+    Clock::time_point deadline = Clock::time_point::max();
+    for (Running& child : running) {
+      children.push_back(&child.child);
+      deadline = std::min(deadline, child.deadline);
     }
-    auto wait = timeout;
+    wait_any(children, deadline);
     const auto now = Clock::now();
-    for (const Running& child : running) {
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(child.started + timeout - now);
-      wait = std::min(wait, std::max(left, std::chrono::milliseconds(0)));
-    }
-    if (!fds.empty()) {
-      const int ready = ::poll(fds.data(), fds.size(), static_cast<int>(wait.count()) + 1);
-      if (ready < 0 && errno != EINTR) throw Error("poll() failed");
-    }
-    for (pollfd& fd : fds) {
-      if (fd.revents == 0) continue;
-      for (Running& child : running) {
-        if (fd.fd == child.payload_fd && child.payload_open) {
-          if (!drain(fd.fd, child.payload, 0)) {
-            ::close(fd.fd);
-            child.payload_open = false;
-          }
-        } else if (fd.fd == child.output_fd && child.output_open) {
-          if (!drain(fd.fd, child.output, kTailBytes)) {
-            ::close(fd.fd);
-            child.output_open = false;
-          }
-        }
-      }
-    }
     for (auto it = running.begin(); it != running.end();) {
-      const bool closed = !it->payload_open && !it->output_open;
-      const bool late = Clock::now() >= it->started + timeout;
-      if (closed || late) {
-        reports[it->index] = finish(*it, !closed && late);
-        if (on_done) on_done(it->index, reports[it->index]);
-        it = running.erase(it);
-      } else {
+      if (it->child.running() && now < it->deadline) {
         ++it;
+        continue;
       }
+      const ChildEnd end = it->child.wait(it->deadline);  // reaped, or killed: it is past due
+      reports[it->index] = report_of(it->child, end);
+      if (on_done) on_done(it->index, reports[it->index]);
+      it = running.erase(it);
     }
   }
   return reports;

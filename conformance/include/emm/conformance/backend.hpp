@@ -66,11 +66,11 @@ class Backend {
   virtual std::optional<std::size_t> invalid_accesses() = 0;
 
   // --- IPC ---------------------------------------------------------------------------------------
-  // Opens every serialized handle in another process (fake: a second simulated process with
-  // its own Runtime; gpu: the emm-ipc-importer program) and returns what it read, one entry
-  // per handle, in order. Throws emm::Error when the other process cannot run at all.
-  virtual std::vector<ImportResult> import_elsewhere(
-      const std::vector<std::vector<std::byte>>& handles) = 0;
+  // Serves `request` in another process (fake: a second simulated process over the same
+  // devices, with its own Runtime; gpu: the emm-ipc-importer program) and returns its response:
+  // one answer per item, in order. Throws emm::Error when the other process cannot run at all
+  // or answers garbage.
+  virtual ImportResponse import_elsewhere(const ImportRequest& request) = 0;
 };
 
 // Why `kind` cannot certify a plugin declaring `capabilities` here; "" when it can. The GPU

@@ -1,54 +1,66 @@
-// emm/conformance/ipc_importer.hpp — the importing side of the IPC checks (IPC-1, IPC-2).
+// emm/conformance/ipc_importer.hpp — the importing process of the IPC checks (IPC-1, IPC-2,
+// IPC-3) and the client that runs it.
 //
-// The exporter serializes each handle; another process deserializes it, opens it through its
-// own Runtime (default manager), reads the view's bytes and closes it. On the fake backend
-// that process is a second simulated process (FakeDriver::spawn_process()); on the gpu it is a
-// real one: the emm-ipc-importer executable, fed over a pipe (CUDA cannot be used in a forked
-// child of a CUDA process, so it is exec'd).
+// An exporter serializes each handle; another process deserializes it, opens it through its own
+// Runtime (default manager), reads the view's bytes, optionally checks the handle's state
+// machine and fills the view, and closes it (serve_import_request(), the per-handle steps are
+// in ipc_wire.hpp's ImportItem). On the fake backend that process is a second simulated process
+// (FakeDriver::spawn_process()) and serve_import_request() runs in-process; on a GPU it is the
+// emm-ipc-importer program, started by run_import() — exec'd, because CUDA cannot be used in a
+// forked child of a process that initialised it.
 //
-// Wire format (text, one line each): the exporter writes "<hex of serialized handle>\n" per
-// handle and closes stdin; the importer answers "OK <hex of the bytes read>\n" or
-// "ERR <message>\n" per handle, in order.
+//   ImportRequest request;
+//   request.items.push_back({handle.serialize()});
+//   ImportResponse response = run_import(find_ipc_importer(), request, std::chrono::seconds(60));
+//   if (response.answers[0].ok) use(response.answers[0].bytes);
 //
-// Thread-safety: the functions are re-entrant.
+// The program reads one request frame from its command channel and writes one response frame on
+// its result channel (child_process.hpp, ipc_wire.hpp).
+//
+// Finding the program, the one way every user does (emm-certify, the conformance suites, the GPU
+// suites): find_ipc_importer() — $EMM_IPC_IMPORTER when set, else emm-ipc-importer beside the
+// running program, else the build tree's, else the install tree's.
+//
+// Thread-safety: the functions are re-entrant; run_import() starts a child (child_process.hpp).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
-#include <istream>
-#include <ostream>
+#include <functional>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "emm/conformance/ipc_wire.hpp"
 #include "emm/runtime.hpp"
 
 namespace emm::conformance {
 
-// What the importing process read for one serialized handle (IPC-1/2 end to end).
-struct ImportResult {
-  bool ok = false;
-  std::vector<std::byte> bytes;  // the view's bytes, as the importer read them
-  std::string error;             // why the import failed (when !ok)
-};
 
-// Opens, reads and closes each serialized handle in `runtime`'s device-0 context.
-std::vector<ImportResult> import_handles(Runtime& runtime,
-                                         const std::vector<std::vector<std::byte>>& handles);
+// What the importing process does with each item, in `runtime`. A failing item gets its error;
+// the others are unaffected.
+ImportResponse serve_import_request(Runtime& runtime, const ImportRequest& request);
 
-// The executable: $EMM_IPC_IMPORTER, else emm-ipc-importer next to the running program, else
-// the build tree's, else the install tree's. "" when none exists.
+// The importing process's whole work on request bytes: a malformed request gets a response
+// whose error says why; when `make_runtime` throws, every item is answered "the importing
+// process could not start CUDA: <why>"; otherwise serve_import_request(). Returns the encoded
+// response.
+std::string answer_import_request(std::string_view request,
+                                  const std::function<std::unique_ptr<Runtime>()>& make_runtime);
+
+// emm-ipc-importer's main(): one request from the command channel, answered over the real
+// driver on the result channel. Exit status 0 when it answered, 2 when no request arrived.
+int ipc_importer_main();
+
+// The emm-ipc-importer program (see above), or "" when none exists.
 std::string find_ipc_importer();
 
-// Runs `importer` as a child process over the wire format. Throws emm::Error when it cannot
-// be started, does not answer within `timeout_s` or answers garbage.
-std::vector<ImportResult> run_ipc_importer(const std::string& importer,
-                                           const std::vector<std::vector<std::byte>>& handles,
-                                           int timeout_s);
-
-// emm-ipc-importer's main loop over the real driver.
-int ipc_importer_main(std::istream& in, std::ostream& out);
-
-std::string to_hex(const std::vector<std::byte>& bytes);
-// Throws emm::Error on odd length or a non-hex digit.
-std::vector<std::byte> from_hex(std::string_view text);
+// Runs `importer` on `request` and returns its response (check response.error). Throws
+// ProcessError when it cannot be started or gives no complete answer within `timeout`, and
+// IpcWireError when it answers something that is not a response for this request; the message
+// says how the process ended and what it printed.
+ImportResponse run_import(const std::string& importer, const ImportRequest& request,
+                          std::chrono::milliseconds timeout);
 
 }  // namespace emm::conformance

@@ -2,11 +2,13 @@
 //
 // emm-certify runs every (clause, backend) in its own child (spec §3: a crashing or hanging
 // plugin must not take the certification down). A child runs `work`, sends its returned payload
-// through a pipe and _exit()s; the parent poll()s. What the parent sees:
-//   finished  the child sent a complete payload and exited 0
+// as one frame on its result channel and exits; children are run and waited for by
+// ChildProcess (child_process.hpp), so the bound holds whatever the child does with its
+// descriptors. What the parent sees:
+//   finished  the child sent exactly one complete frame and exited 0
 //   crashed   it was killed by a signal (SIGSEGV, SIGABRT from abort()/std::terminate, ...) or
 //             exited without a payload (e.g. the plugin called exit())
-//   timed_out no complete answer within the bound: the child's process group is SIGKILLed
+//   timed_out it was not reaped within the bound: its process group was SIGKILLed
 // The child's stdout and stderr are captured; the tail goes into crash messages.
 //
 //   auto reports = run_in_children({[] { return std::string("hi"); }}, 1, std::chrono::seconds(5));
@@ -23,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "emm/conformance/child_process.hpp"
 #include "emm/conformance/clause_result.hpp"
 
 namespace emm::conformance {
@@ -42,8 +45,7 @@ std::vector<ChildReport> run_in_children(
     std::chrono::milliseconds timeout,
     const std::function<void(std::size_t index, const ChildReport&)>& on_done = {});
 
-// "SIGSEGV (Segmentation fault)".
-std::string describe_signal(int signal);
+// describe_signal(), "SIGSEGV (Segmentation fault)", comes with child_process.hpp.
 
 // The ClauseResult a child report stands for: the decoded payload when it finished with a result
 // for exactly `clause` on `backend`, else a crash/timeout result for them whose message starts
