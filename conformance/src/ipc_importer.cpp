@@ -78,9 +78,7 @@ ImportAnswer import_one(Runtime& runtime, const ImportItem& item) {
 
 std::unique_ptr<Runtime> cuda_runtime() {
   // The importer's own environment must not pick a plugin: it imports with the default manager.
-  RuntimeOptions options;
-  options.getenv = [](const char*) -> std::optional<std::string> { return std::nullopt; };
-  return std::make_unique<Runtime>(CudaDriver::load(), options);
+  return std::make_unique<Runtime>(CudaDriver::load(), RuntimeOptions::hermetic());
 }
 
 std::string output_of(const ChildProcess& child) {
