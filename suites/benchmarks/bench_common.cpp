@@ -20,28 +20,16 @@
 namespace emm::bench {
 namespace {
 
-struct GpuDriver {
-  std::shared_ptr<CudaDriver> driver;
-  std::string reason;
-};
-
-// The real driver, loaded once: cuInit and the primary context are process-wide, and one extra
-// retain of device 0's primary context keeps it alive between benchmarks (each Runtime releases
-// its own retain when it closes; recreating the context every time would cost ~100 ms).
-const GpuDriver& gpu_driver() {
-  static const GpuDriver loaded = [] {
-    GpuDriver result;
-    try {
-      result.driver = CudaDriver::load();
-      result.driver->primary_ctx_retain(0);
-    } catch (const std::exception& error) {
-      result.driver.reset();
-      result.reason = error.what();
-      if (result.reason.empty()) result.reason = "the CUDA driver could not be loaded";
-    }
-    return result;
+// The process's real driver (CudaDriver::probe), with one extra retain of device 0's primary
+// context that keeps it alive between benchmarks (each Runtime releases its own retain when it
+// closes; recreating the context every time would cost ~100 ms).
+const CudaDriverProbe& gpu_driver() {
+  static const CudaDriverProbe& probe = []() -> const CudaDriverProbe& {
+    const CudaDriverProbe& gpu = CudaDriver::probe();
+    if (gpu.driver) gpu.driver->primary_ctx_retain(0);
+    return gpu;
   }();
-  return loaded;
+  return probe;
 }
 
 }  // namespace
@@ -93,7 +81,7 @@ std::shared_ptr<Driver> make_driver(Backend backend) {
     config.devices.front().capacity = kFakeCapacity;
     return std::make_shared<FakeDriver>(config);
   }
-  const GpuDriver& gpu = gpu_driver();
+  const CudaDriverProbe& gpu = gpu_driver();
   if (!gpu.driver) throw DriverUnavailableError("no GPU: " + gpu.reason);
   return gpu.driver;
 }
@@ -207,7 +195,7 @@ void add_backend_context() {
   benchmark::AddCustomContext(
       "emm.fake_device",
       "FakeDriver, " + std::to_string(kFakeCapacity >> 30) + " GiB simulated device");
-  const GpuDriver& gpu = gpu_driver();
+  const CudaDriverProbe& gpu = gpu_driver();
   if (!gpu.driver) {
     benchmark::AddCustomContext("emm.gpu", "not run: " + gpu.reason);
     return;

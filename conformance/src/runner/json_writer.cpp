@@ -168,44 +168,34 @@ JsonWriter& JsonWriter::key(std::string_view name) {
   return *this;
 }
 
-JsonWriter& JsonWriter::begin_object() {
-  before_value();
-  out_ += '{';
-  stack_.push_back(Frame::object_expect_key);
-  first_.push_back(true);
-  return *this;
-}
+JsonWriter& JsonWriter::begin_object() { return open(Frame::object_expect_key, '{'); }
 
 JsonWriter& JsonWriter::end_object() {
-  if (stack_.empty() || stack_.back() != Frame::object_expect_key) {
-    throw Error("JsonWriter: end_object() without a matching begin_object() or after a key");
-  }
-  const bool empty = first_.back();
-  stack_.pop_back();
-  first_.pop_back();
-  if (!empty) newline();
-  out_ += '}';
-  if (stack_.empty()) done_ = true;
-  return *this;
+  return close(Frame::object_expect_key, '}',
+               "JsonWriter: end_object() without a matching begin_object() or after a key");
 }
 
-JsonWriter& JsonWriter::begin_array() {
+JsonWriter& JsonWriter::begin_array() { return open(Frame::array, '['); }
+
+JsonWriter& JsonWriter::end_array() {
+  return close(Frame::array, ']', "JsonWriter: end_array() without a matching begin_array()");
+}
+
+JsonWriter& JsonWriter::open(Frame frame, char bracket) {
   before_value();
-  out_ += '[';
-  stack_.push_back(Frame::array);
+  out_ += bracket;
+  stack_.push_back(frame);
   first_.push_back(true);
   return *this;
 }
 
-JsonWriter& JsonWriter::end_array() {
-  if (stack_.empty() || stack_.back() != Frame::array) {
-    throw Error("JsonWriter: end_array() without a matching begin_array()");
-  }
+JsonWriter& JsonWriter::close(Frame frame, char bracket, const char* misuse) {
+  if (stack_.empty() || stack_.back() != frame) throw Error(misuse);
   const bool empty = first_.back();
   stack_.pop_back();
   first_.pop_back();
   if (!empty) newline();
-  out_ += ']';
+  out_ += bracket;
   if (stack_.empty()) done_ = true;
   return *this;
 }

@@ -44,6 +44,9 @@ class JsonWriter {
 
  private:
   enum class Frame { object_expect_key, object_expect_value, array };
+  JsonWriter& open(Frame frame, char bracket);
+  // Closes the innermost `frame`; throws Error(misuse) when that is not what is open.
+  JsonWriter& close(Frame frame, char bracket, const char* misuse);
   void before_value();
   void newline();
 
