@@ -57,8 +57,8 @@ EMM_CHECK(INFO_1) {
     const MemoryInfo after = query(run, context, when);
     expect_shape(run, after, when);
     if (after.total != before.total) {
-      run.fail(str("get_memory_info().total changed from ", before.total, " to ", after.total,
-                   " ", when, "; the total is the device's (or the pool's) capacity"));
+      run.fail(str("get_memory_info().total changed from ", before.total, " to ", after.total, " ",
+                   when, "; the total is the device's (or the pool's) capacity"));
     }
     const std::size_t drop = before.free > after.free ? before.free - after.free : 0;
     const bool must_show = !pooling || size == kLarge;
@@ -79,6 +79,14 @@ EMM_CHECK(INFO_1) {
                  "memory use grows"));
   }
   if (pooling) run.note("declared pooling: pool-level figures accepted for blocks up to 16 MiB");
+
+  // Asking costs nothing: many calls leave device memory where it was.
+  held.clear();
+  const std::size_t in_use = run.backend().device_bytes_in_use();
+  constexpr int kQueries = 64;
+  for (int i = 0; i < kQueries; ++i) (void)query(run, context, "(repeated)");
+  expect_no_growth(run, in_use, str("after ", kQueries, " get_memory_info() calls"), "before them",
+                   ": get_memory_info() leaks device memory on every call");
 }
 
 // INFO-2: not provided => NotImplementedError; provided => sane figures.

@@ -46,8 +46,8 @@ void expect_handle_fields(ClauseRun& run, Context& context, const Exported& e) {
   const CUdeviceptr pointer = e.view->device_pointer();
   const std::string call = str("get_ipc_handle(", e.what, ")");
   if (e.handle.size() != e.view->size()) {
-    run.fail(str(call, ".size() is ", e.handle.size(), ", expected the view's size ",
-                 e.view->size()));
+    run.fail(
+        str(call, ".size() is ", e.handle.size(), ", expected the view's size ", e.view->size()));
   }
   const std::optional<AddressRange> block = run.backend().driver_block(pointer);
   if (!block) {
@@ -69,25 +69,28 @@ void expect_handle_fields(ClauseRun& run, Context& context, const Exported& e) {
   }
   const std::shared_ptr<MemoryPointer>& base = e.handle.base();
   if (!base) {
-    run.fail(str(call, ".base() is null; it must reference the exported memory and keep it "
-                       "alive while the handle lives (pass `memory` as the base)"));
+    run.fail(str(call,
+                 ".base() is null; it must reference the exported memory and keep it "
+                 "alive while the handle lives (pass `memory` as the base)"));
   }
   if (base->device_pointer() > pointer ||
       base->device_pointer() + base->size() < pointer + e.view->size()) {
     run.fail(str(call, ".base() covers [", hex(base->device_pointer()), ", ",
-                 hex(base->device_pointer() + base->size()), "), which does not hold the exported [",
-                 hex(pointer), ", ", hex(pointer + e.view->size()), ")"));
+                 hex(base->device_pointer() + base->size()),
+                 "), which does not hold the exported [", hex(pointer), ", ",
+                 hex(pointer + e.view->size()), ")"));
   }
   const std::optional<DeviceIdentity>& source = e.handle.source_info();
   if (!source) {
-    run.fail(str(call, ".source_info() is empty; it must be the exporting device's identity "
-                       "(the importer needs it to choose between a direct and a staged open)"));
+    run.fail(str(call,
+                 ".source_info() is empty; it must be the exporting device's identity "
+                 "(the importer needs it to choose between a direct and a staged open)"));
   }
   if (*source != context.device_identity()) {
     const DeviceIdentity& want = context.device_identity();
     run.fail(str(call, ".source_info() is PCI ", source->pci_domain_id, ":", source->pci_bus_id,
-                 ":", source->pci_device_id, ", expected the exporting device ",
-                 want.pci_domain_id, ":", want.pci_bus_id, ":", want.pci_device_id));
+                 ":", source->pci_device_id, ", expected the exporting device ", want.pci_domain_id,
+                 ":", want.pci_bus_id, ":", want.pci_device_id));
   }
 }
 
@@ -181,7 +184,8 @@ EMM_CHECK(IPC_1) {
   kept.reset();
   const auto owner = kept_owner.lock();
   if (!owner || (owner->is_managed() && !owner->finalizer_alive())) {
-    run.fail(str("get_ipc_handle(", what, ").base() does not keep the exported memory alive: "
+    run.fail(str("get_ipc_handle(", what,
+                 ").base() does not keep the exported memory alive: "
                  "with only the handle left, the allocation was finalized"));
   }
   held.back().view = held.back().handle.base();

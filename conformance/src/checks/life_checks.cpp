@@ -2,6 +2,7 @@
 // context, reset before initialize, use after reset, reset releasing everything, late
 // finalizers.
 #include <cstdlib>
+#include <stdexcept>
 #include <utility>
 
 #include "checks/checks.hpp"
@@ -54,6 +55,41 @@ HostSet allocate_host_set(ClauseRun& run, Context& context) {
   return set;
 }
 
+// Uses every method of the plugin on `device`'s allocations, so that reset() must also release
+// what they took: memory info, IPC handles (exported and dropped), defer_cleanup scopes left
+// normally, nested and by an exception with frees inside them.
+void exercise_every_method(ClauseRun& run, Context& context,
+                           const std::vector<std::shared_ptr<MemoryPointer>>& device) {
+  const std::string during = "while exercising every method before reset()";
+  if (run.capabilities().memory_info) (void)memory_info_if_declared(run, context);
+  if (run.capabilities().ipc) {
+    for (std::size_t i = 0; i < 3 && i < device.size(); ++i) {
+      try {
+        IpcHandle handle = context.get_ipc_handle(device[i]->view(device[i]->size() > 1 ? 1 : 0));
+      } catch (...) {
+        run.fail(str("get_ipc_handle() ", during, " threw ", describe_current_exception()));
+      }
+    }
+  }
+  try {
+    {
+      CleanupGuard outer = context.defer_cleanup();
+      CleanupGuard inner = context.defer_cleanup();
+      auto freed_inside = allocate(run, context, 64 * KiB, during);
+    }
+    try {
+      CleanupGuard guard = context.defer_cleanup();
+      auto freed_inside = allocate(run, context, 4096, during);
+      throw std::runtime_error("leaving the scope");
+    } catch (const std::runtime_error&) {
+    }
+  } catch (const ClauseFailure&) {
+    throw;
+  } catch (...) {
+    run.fail(str("defer_cleanup() ", during, " threw ", describe_current_exception()));
+  }
+}
+
 }  // namespace
 
 // LIFE-2: initialize() many times changes nothing.
@@ -67,8 +103,10 @@ EMM_CHECK(LIFE_2) {
     write_pattern(run, memory->device_pointer(), size, ++seed, str("memalloc(", size, ")"));
     held.push_back({memory, size, seed, run.backend().driver_block(memory->device_pointer())});
   }
-  const std::size_t bytes_before = run.backend().device_bytes_in_use();
+  // Memory info first, then the device figure: what get_memory_info() itself might allocate is
+  // not counted against initialize() (INFO-1 and INFO-2 judge get_memory_info()).
   const std::optional<MemoryInfo> info_before = memory_info_if_declared(run, context);
+  const std::size_t bytes_before = run.backend().device_bytes_in_use();
   auto* host_only = dynamic_cast<HostOnlyCUDAMemoryManager*>(&manager);
   const std::size_t tracked_before = host_only != nullptr ? host_only->live_allocation_count() : 0;
 
@@ -229,6 +267,7 @@ EMM_CHECK(LIFE_7) {
     requested += 64 * KiB;
   }
   HostSet host = allocate_host_set(run, context);
+  exercise_every_method(run, context, device);
   // Some released before the reset: their frees may be pending in a queue.
   for (int i = 0; i < 6; ++i) device.pop_back();
   try {
@@ -304,6 +343,43 @@ EMM_CHECK(LIFE_8) {
   expect_no_invalid_frees(run, invalid_before,
                           "when pointers were released after reset() or close(): late finalizers "
                           "freed memory that was not allocated any more (a double free)");
+}
+
+// LIFE-10: a HostOnly subclass lets HostOnlyCUDAMemoryManager::reset() run (NBEP 7: an
+// override "must also call the method from super()"): afterwards the parent tracks nothing and
+// has no pending frees, whatever the subclass does about its own memory.
+EMM_CHECK(LIFE_10) {
+  run.require_capability();
+  Context& context = run.host().context();
+  auto* host_only = dynamic_cast<HostOnlyCUDAMemoryManager*>(&context.memory_manager());
+  if (host_only == nullptr) run.fail("host_only_derived is set but the plugin is not one");
+  HostSet host = allocate_host_set(run, context);
+  auto device = allocate(run, context, 4096, "before reset()");
+  // One host allocation released now: its free waits in the parent's queue.
+  host.allocations.erase(host.allocations.begin());
+  const std::size_t tracked = host_only->live_allocation_count();
+  const std::size_t pending = host_only->deallocations().count();
+  if (tracked == 0 && pending == 0) {
+    run.fail(
+        "HostOnlyCUDAMemoryManager tracked no host allocation after memhostalloc(mapped) "
+        "and mempin: the plugin's memhostalloc/mempin do not go through the parent's");
+  }
+  try {
+    context.memory_manager().reset();
+  } catch (...) {
+    run.fail("reset() threw " + describe_current_exception());
+  }
+  const std::size_t tracked_after = host_only->live_allocation_count();
+  const std::size_t pending_after = host_only->deallocations().count();
+  if (tracked_after != 0 || pending_after != 0) {
+    run.fail(str("after reset(), HostOnlyCUDAMemoryManager still tracks ", tracked_after,
+                 " allocation(s) and holds ", pending_after, " pending free(s) (before: ", tracked,
+                 " and ", pending,
+                 "): the override of reset() does not call HostOnlyCUDAMemoryManager::reset() "
+                 "(NBEP 7: it \"must also call the method from super()\")"));
+  }
+  run.record("host_allocations_tracked_before_reset", tracked);
+  run.record("host_frees_pending_before_reset", pending);
 }
 
 }  // namespace emm::conformance::checks
