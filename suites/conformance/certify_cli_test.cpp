@@ -13,12 +13,14 @@ CertifyOptions parse(std::vector<std::string_view> args) { return parse_certify_
 
 TEST(CertifyCli, DefaultsToEveryBackendEveryClauseAndSixtySeconds) {
   const CertifyOptions options = parse({"--plugin", "lib.so"});
-  EXPECT_EQ(options.plugin_path, "lib.so");
+  EXPECT_EQ(options.plugin_path, "./lib.so") << "a path without a slash is a file here";
+  EXPECT_EQ(options.isolation, Isolation::backend);
+  EXPECT_FALSE(options.memory_limit.has_value());
   EXPECT_EQ(options.backends, (std::vector<BackendKind>{BackendKind::fake, BackendKind::gpu}));
   EXPECT_TRUE(options.only.empty());
   EXPECT_EQ(options.timeout_s, 60);
   EXPECT_FALSE(options.list);
-  EXPECT_TRUE(options.json_path.empty());
+  EXPECT_TRUE(options.reports.json.empty());
 }
 
 TEST(CertifyCli, ReadsEveryOption) {
@@ -28,9 +30,9 @@ TEST(CertifyCli, ReadsEveryOption) {
   EXPECT_EQ(options.backends, std::vector<BackendKind>{BackendKind::fake});
   EXPECT_EQ(options.only,
             (std::vector<const Clause*>{catalogue().find("LIFE-2"), catalogue().find("ALLOC-1")}));
-  EXPECT_EQ(options.json_path, "r.json");
-  EXPECT_EQ(options.junit_path, "r.xml");
-  EXPECT_EQ(options.markdown_path, "r.md");
+  EXPECT_EQ(options.reports.json, "r.json");
+  EXPECT_EQ(options.reports.junit, "r.xml");
+  EXPECT_EQ(options.reports.markdown, "r.md");
   EXPECT_EQ(options.timeout_s, 2);
   EXPECT_EQ(parse({"--plugin=p.so", "--backend=gpu"}).backends,
             std::vector<BackendKind>{BackendKind::gpu});
@@ -69,12 +71,36 @@ TEST(CertifyCli, UsageErrorsSayWhatIsWrong) {
 
 TEST(CertifyCli, UsageTextListsEveryOptionAndTheExitCodes) {
   const std::string usage = certify_usage();
-  for (const char* option : {"--plugin", "--backend", "--only", "--json", "--junit", "--markdown",
-                             "--list", "--timeout-s"}) {
+  for (const char* option :
+       {"--plugin", "--backend", "--only", "--json", "--junit", "--markdown", "--html", "--list",
+        "--timeout-s", "--memory-limit", "--isolation", "--in-process"}) {
     EXPECT_NE(usage.find(option), std::string::npos) << option;
   }
-  EXPECT_NE(usage.find("0 certified, 1 not certified, 2 usage error or plugin not loadable"),
-            std::string::npos);
+  for (const char* status :
+       {"  0  CERTIFIED", "  1  NOT CERTIFIED", "  2  usage error", "  3  PARTIAL"}) {
+    EXPECT_NE(usage.find(status), std::string::npos) << status;
+  }
+}
+
+TEST(CertifyCli, ChecksReportPathsAndValuesBeforeAnythingRuns) {
+  EMM_EXPECT_THROW(UsageError, parse({"--plugin", "p.so", "--json="}),
+                   "--json needs a non-empty value");
+  EMM_EXPECT_THROW(UsageError, parse({"--plugin", "p.so", "--json", "r.x", "--junit", "r.x"}),
+                   "--json and --junit name the same file r.x; give each report its own path");
+  EMM_EXPECT_THROW(UsageError, parse({"--plugin", "./p.so", "--markdown", "p.so"}),
+                   "--markdown p.so is the plugin library itself: writing the report would "
+                   "overwrite it");
+  EMM_EXPECT_THROW(UsageError, parse({"--plugin", "p.so", "--memory-limit", "lots"}),
+                   "--memory-limit needs a size such as 16G, 512M or 1048576, or none (got "
+                   "'lots')");
+  EMM_EXPECT_THROW(UsageError, parse({"--plugin", "p.so", "--isolation", "clause", "--in-process"}),
+                   "--isolation and --in-process exclude each other");
+  EXPECT_EQ(parse({"--plugin", "p.so", "--memory-limit", "512M"}).memory_limit,
+            std::size_t{512} << 20);
+  EXPECT_EQ(parse({"--plugin", "p.so", "--memory-limit", "none"}).memory_limit, 0u);
+  EXPECT_EQ(parse({"--plugin", "p.so", "--isolation", "clause"}).isolation, Isolation::clause);
+  EXPECT_EQ(parse({"--plugin", "p.so", "--only", "LIFE-2,LIFE-2,ALLOC-1,LIFE-2"}).only.size(), 2u)
+      << "a repeated --only id runs once";
 }
 
 }  // namespace

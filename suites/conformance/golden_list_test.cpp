@@ -115,7 +115,8 @@ TEST(CatalogueParse, RejectsMalformedInputNamingTheLine) {
                                              "X-1\tMUST\tplugin\t-\t-\tName\tTitle\tSource\n"),
                    "conformance catalogue line 4: duplicate clause id X-1");
   EMM_EXPECT_THROW(
-      Error, Catalogue::parse(header + "X-1\tMUST\tplugin\t-\t-\tname with spaces\tTitle\tSource\n"),
+      Error,
+      Catalogue::parse(header + "X-1\tMUST\tplugin\t-\t-\tname with spaces\tTitle\tSource\n"),
       "conformance catalogue line 3: test_name 'name with spaces' of X-1 is not CamelCase letters "
       "and digits");
   EMM_EXPECT_THROW(

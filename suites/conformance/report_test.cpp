@@ -6,6 +6,7 @@
 #include <emm/conformance/report_writers.hpp>
 #include <emm/conformance/result_codec.hpp>
 #include <emm/conformance/testing/expect_throw.hpp>
+#include <emm/conformance/text_escaping.hpp>
 #include <emm/errors.hpp>
 #include <string>
 
@@ -37,6 +38,29 @@ CertificationReport small_report() {
                      {BackendKind::gpu, false, "", "no GPU: none"}};
   report.results = {result("REG-1", BackendKind::fake, Level::must, Outcome::pass)};
   return report;
+}
+
+// small_report() with a passing result for every other plugin clause too: a full run.
+CertificationReport full_report() {
+  CertificationReport report = small_report();
+  for (const Clause* clause : catalogue().plugin_clauses()) {
+    if (clause->id != "REG-1") {
+      report.results.push_back(
+          result(clause->id.c_str(), BackendKind::fake, clause->level, Outcome::pass));
+    }
+  }
+  return report;
+}
+
+// Replaces the result of `id` on the fake backend.
+void set_result(CertificationReport& report, ClauseResult replacement) {
+  for (ClauseResult& r : report.results) {
+    if (r.clause == replacement.clause && r.backend == replacement.backend) {
+      r = std::move(replacement);
+      return;
+    }
+  }
+  report.results.push_back(std::move(replacement));
 }
 
 Certificate certify(CertificationReport report) { return make_certificate(std::move(report)); }
@@ -103,8 +127,8 @@ TEST(JsonWriter, SanitizesInvalidUtf8) {
 }
 
 TEST(XmlEscape, EscapesMarkupAndReplacesForbiddenCharacters) {
-  EXPECT_EQ(xml_escape("<a href='x'>&\"</a>"), "&lt;a href=&apos;x&apos;&gt;&amp;&quot;&lt;/a&gt;");
-  EXPECT_EQ(xml_escape("tab\tnl\nbell\x07"), "tab\tnl\nbell\xEF\xBF\xBD");
+  EXPECT_EQ(xml_text("<a href='x'>&\"</a>"), "&lt;a href=&apos;x&apos;&gt;&amp;&quot;&lt;/a&gt;");
+  EXPECT_EQ(xml_text("tab\tnl\nbell\x07"), "tab\tnl\nbell\xEF\xBF\xBD");
 }
 
 TEST(Report, JsonHasTheSpecifiedShape) {
@@ -142,22 +166,32 @@ TEST(Report, JsonHasTheSpecifiedShape) {
             "      \"reason\": \"no GPU: none\"\n"
             "    }\n"
             "  ],\n"
-            "  \"verdict\": \"CERTIFIED\",\n"
-            "  \"results\": [\n"
-            "    {\n"
-            "      \"clause\": \"REG-1\",\n"
-            "      \"level\": \"MUST\",\n"
-            "      \"backend\": \"fake\",\n"
-            "      \"outcome\": \"pass\",\n"
-            "      \"message\": \"\",\n"
-            "      \"notes\": [],\n"
-            "      \"duration_ms\": 2,\n"
-            "      \"properties\": {\n"
-            "        \"seed\": \"7\"\n"
-            "      }\n"
-            "    }\n"
-            "  ]\n"
-            "}\n");
+            "  \"verdict\": \"PARTIAL\",\n"
+            "  \"verdict_backends\": [\n"
+            "    \"fake\"\n"
+            "  ],\n"
+            "  \"verdict_line\": \"VERDICT: PARTIAL (1 of " +
+                std::to_string(catalogue().plugin_clauses().size()) +
+                " clauses; fake)\",\n"
+                "  \"clauses_run\": 1,\n"
+                "  \"clauses_in_catalogue\": " +
+                std::to_string(catalogue().plugin_clauses().size()) +
+                ",\n"
+                "  \"results\": [\n"
+                "    {\n"
+                "      \"clause\": \"REG-1\",\n"
+                "      \"level\": \"MUST\",\n"
+                "      \"backend\": \"fake\",\n"
+                "      \"outcome\": \"pass\",\n"
+                "      \"message\": \"\",\n"
+                "      \"notes\": [],\n"
+                "      \"duration_ms\": 2,\n"
+                "      \"properties\": {\n"
+                "        \"seed\": \"7\"\n"
+                "      }\n"
+                "    }\n"
+                "  ]\n"
+                "}\n");
 }
 
 TEST(Report, InterfaceVersionIsNullWhenUnknown) {
@@ -167,36 +201,73 @@ TEST(Report, InterfaceVersionIsNullWhenUnknown) {
 }
 
 TEST(Verdict, MustFailuresCrashesAndTimeoutsDecide) {
-  CertificationReport report = small_report();
-  report.results.push_back(
-      result("LIFE-2", BackendKind::fake, Level::must, Outcome::fail, "[LIFE-2] x"));
-  report.results.push_back(
-      result("LIFE-5", BackendKind::fake, Level::must, Outcome::crash, "[LIFE-5] y"));
-  report.results.push_back(
-      result("LIFE-6", BackendKind::fake, Level::must, Outcome::timeout, "[LIFE-6] z"));
-  report.results.push_back(result("IPC-1", BackendKind::fake, Level::must, Outcome::not_supported));
+  CertificationReport report = full_report();
+  set_result(report, result("LIFE-2", BackendKind::fake, Level::must, Outcome::fail, "[LIFE-2] x"));
+  set_result(report,
+             result("LIFE-5", BackendKind::fake, Level::must, Outcome::crash, "[LIFE-5] y"));
+  set_result(report,
+             result("LIFE-6", BackendKind::fake, Level::must, Outcome::timeout, "[LIFE-6] z"));
+  set_result(report, result("IPC-1", BackendKind::fake, Level::must, Outcome::not_supported));
   const Verdict verdict = certify(report).verdict;
   EXPECT_FALSE(verdict.certified);
   EXPECT_EQ(verdict.must_failures, 3u);
   EXPECT_EQ(verdict.word(), "NOT CERTIFIED");
-  EXPECT_EQ(verdict.line(), "VERDICT: NOT CERTIFIED (3 MUST clauses failed)");
+  EXPECT_EQ(verdict.line(), "VERDICT: NOT CERTIFIED (3 MUST clauses failed; fake)");
+  EXPECT_EQ(verdict.exit_status(), kExitNotCertified);
   EXPECT_NE(to_json(certify(report)).find("\"verdict\": \"NOT CERTIFIED\""), std::string::npos);
 }
 
-TEST(Verdict, ShouldFailuresAreWarningsAndInfoNeverDecides) {
+TEST(Verdict, AFullCleanRunIsCertifiedAndNamesItsBackends) {
+  CertificationReport report = full_report();
+  Verdict verdict = certify(report).verdict;
+  EXPECT_TRUE(verdict.certified);
+  EXPECT_EQ(verdict.line(), "VERDICT: CERTIFIED (fake)");
+  EXPECT_EQ(verdict.exit_status(), kExitCertified);
+  report.backends[1].ran = true;
+  for (const Clause* clause : catalogue().plugin_clauses()) {
+    report.results.push_back(
+        result(clause->id.c_str(), BackendKind::gpu, clause->level, Outcome::pass));
+  }
+  verdict = certify(report).verdict;
+  EXPECT_EQ(verdict.line(), "VERDICT: CERTIFIED (fake, gpu)");
+}
+
+TEST(Verdict, AnOnlyRunIsPartialNeverCertified) {
   CertificationReport report = small_report();
+  const Verdict verdict = certify(report).verdict;
+  EXPECT_FALSE(verdict.certified);
+  EXPECT_EQ(verdict.word(), "PARTIAL");
+  EXPECT_EQ(verdict.line(), "VERDICT: PARTIAL (1 of " +
+                                std::to_string(catalogue().plugin_clauses().size()) +
+                                " clauses; fake)");
+  EXPECT_EQ(verdict.exit_status(), kExitPartial);
   report.results.push_back(
-      result("ALLOC-11", BackendKind::fake, Level::should, Outcome::fail, "[ALLOC-11] a"));
-  report.results.push_back(
-      result("ALLOC-10", BackendKind::fake, Level::should, Outcome::not_supported));
-  report.results.push_back(
-      result("PERF-1", BackendKind::fake, Level::info, Outcome::fail, "[PERF-1] b"));
+      result("LIFE-2", BackendKind::fake, Level::must, Outcome::fail, "[LIFE-2] x"));
+  EXPECT_EQ(certify(report).verdict.word(), "NOT CERTIFIED") << "a partial run with a failure";
+}
+
+TEST(Verdict, AnUnloadablePluginIsNotCertifiedWithExitTwo) {
+  CertificationReport report = full_report();
+  report.plugin_loaded = false;
+  report.load_failure = "dlopen failed";
+  const Certificate certificate = certify(report);
+  EXPECT_EQ(certificate.verdict.line(), "VERDICT: NOT CERTIFIED (the plugin could not be loaded)");
+  EXPECT_EQ(certificate.verdict.exit_status(), kExitUsage);
+  EXPECT_NE(to_json(certificate).find("\"load_failure\": \"dlopen failed\""), std::string::npos);
+}
+
+TEST(Verdict, ShouldFailuresAreWarningsAndInfoNeverDecides) {
+  CertificationReport report = full_report();
+  set_result(report,
+             result("ALLOC-11", BackendKind::fake, Level::should, Outcome::fail, "[ALLOC-11] a"));
+  set_result(report, result("ALLOC-10", BackendKind::fake, Level::should, Outcome::not_supported));
+  set_result(report, result("PERF-1", BackendKind::fake, Level::info, Outcome::fail, "[PERF-1] b"));
   const Verdict verdict = certify(report).verdict;
   EXPECT_TRUE(verdict.certified);
-  EXPECT_EQ(verdict.line(), "VERDICT: CERTIFIED");
+  EXPECT_EQ(verdict.line(), "VERDICT: CERTIFIED (fake)");
   ASSERT_EQ(verdict.warnings.size(), 2u);
-  EXPECT_EQ(report.results[verdict.warnings[0]].clause->id, "ALLOC-11");
-  EXPECT_EQ(report.results[verdict.warnings[1]].clause->id, "ALLOC-10");
+  EXPECT_EQ(report.results[verdict.warnings[0]].clause->id, "ALLOC-10");
+  EXPECT_EQ(report.results[verdict.warnings[1]].clause->id, "ALLOC-11");
   const std::string text = to_text(certify(report));
   EXPECT_NE(text.find("warning: ALLOC-11 (fake, fail): [ALLOC-11] a"), std::string::npos) << text;
 }
@@ -237,13 +308,13 @@ TEST(Report, JUnitHasOneTestcasePerResultWithFailuresErrorsAndSkips) {
 }
 
 TEST(Report, MarkdownCertificateNamesPluginCapabilitiesBackendsAndVerdict) {
-  CertificationReport report = small_report();
-  report.results.push_back(
-      result("ALLOC-11", BackendKind::fake, Level::should, Outcome::fail, "[ALLOC-11] a|b"));
+  CertificationReport report = full_report();
+  set_result(report,
+             result("ALLOC-11", BackendKind::fake, Level::should, Outcome::fail, "[ALLOC-11] a|b"));
   const std::string md = to_markdown(certify(report));
   EXPECT_NE(md.find("# emm-certify certificate: x\n"), std::string::npos) << md;
-  EXPECT_NE(md.find("**CERTIFIED**. Backends covered: fake (emmkit fake device). Not run: gpu "
-                    "(no GPU: none)."),
+  EXPECT_NE(md.find("**CERTIFIED** — VERDICT: CERTIFIED (fake). Backends covered: fake (emmkit "
+                    "fake device). Not run: gpu (no GPU: none)."),
             std::string::npos)
       << md;
   EXPECT_NE(md.find("| memory_info | yes |"), std::string::npos);
@@ -287,10 +358,17 @@ TEST(ResultEncoding, RejectsTruncatedOrForeignPayloads) {
 }
 
 TEST(Report, UnobservedPartsAreNamedOnTheCertificate) {
-  CertificationReport report = small_report();
+  CertificationReport report = full_report();
   ClauseResult deferred = result("DEFER-3", BackendKind::gpu, Level::must, Outcome::pass);
   deferred.unobserved = {"host-free deferral"};
-  report.results.push_back(deferred);
+  set_result(report, deferred);
+  report.backends[1].ran = true;
+  for (const Clause* clause : catalogue().plugin_clauses()) {
+    if (clause->id != "DEFER-3") {
+      report.results.push_back(
+          result(clause->id.c_str(), BackendKind::gpu, clause->level, Outcome::pass));
+    }
+  }
   const Certificate certificate = certify(report);
   const std::string note = "DEFER-3: host-free deferral not observable on gpu";
   EXPECT_NE(to_text(certificate).find("  " + note + "\n"), std::string::npos);

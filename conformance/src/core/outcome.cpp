@@ -17,13 +17,15 @@ std::string_view to_string(Outcome outcome) noexcept {
       return "crash";
     case Outcome::timeout:
       return "timeout";
+    case Outcome::not_run:
+      return "not_run";
   }
   return "fail";
 }
 
 std::optional<Outcome> parse_outcome(std::string_view text) noexcept {
-  for (Outcome o :
-       {Outcome::pass, Outcome::fail, Outcome::not_supported, Outcome::crash, Outcome::timeout}) {
+  for (Outcome o : {Outcome::pass, Outcome::fail, Outcome::not_supported, Outcome::crash,
+                    Outcome::timeout, Outcome::not_run}) {
     if (text == to_string(o)) return o;
   }
   return std::nullopt;

@@ -47,6 +47,7 @@ void run_clause_test(const PluginSubject& subject, const char* clause_id, Backen
     case Outcome::fail:
     case Outcome::crash:
     case Outcome::timeout:
+    case Outcome::not_run:
       if (result.level != Level::must) {
         // SHOULD clauses warn and INFO clauses measure: neither decides the verdict (spec §3).
         ::testing::Test::RecordProperty("warning", result.message);

@@ -43,7 +43,9 @@ struct Outbox {
 
 struct ChildState {
   explicit ChildState(const ChildOptions& options)
-      : output(options.output_keep_bytes), result_limit(options.result_limit_bytes) {}
+      : output_keep(options.output_keep_bytes),
+        output(options.output_keep_bytes),
+        result_limit(options.result_limit_bytes) {}
 
   pid_t pid = -1;
   int pidfd = -1;
@@ -51,6 +53,7 @@ struct ChildState {
   Outbox command;
   int output_fd = -1;
   int result_fd = -1;
+  std::size_t output_keep = 0;
   CapturedOutput output;
   std::string result;
   std::size_t result_total = 0;
@@ -780,6 +783,14 @@ ChildEnd ChildProcess::kill() {
 
 const std::optional<ChildEnd>& ChildProcess::end() const noexcept { return state_->end; }
 const CapturedOutput& ChildProcess::output() const noexcept { return state_->output; }
+CapturedOutput ChildProcess::take_output() {
+  // What the child wrote before it answered may still be in the pipe: the result channel can
+  // be polled ready first.
+  if (state_->output_fd >= 0) read_output(*state_, kReadBudget);
+  CapturedOutput taken(state_->output_keep);
+  std::swap(taken, state_->output);
+  return taken;
+}
 const std::string& ChildProcess::result_bytes() const noexcept { return state_->result; }
 std::size_t ChildProcess::result_total_bytes() const noexcept { return state_->result_total; }
 bool ChildProcess::result_overflowed() const noexcept { return state_->result_overflow; }

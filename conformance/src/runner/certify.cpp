@@ -1,24 +1,26 @@
 #include "emm/conformance/certify.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
-#include <fstream>
+#include <cstring>
 #include <optional>
-#include <thread>
 
 #include "emm/conformance/backend.hpp"
 #include "emm/conformance/catalogue.hpp"
 #include "emm/conformance/certify_cli.hpp"
-#include "emm/conformance/evaluate.hpp"
-#include "emm/conformance/isolation.hpp"
+#include "emm/conformance/child_process.hpp"
+#include "emm/conformance/clause_scheduler.hpp"
+#include "emm/conformance/plugin_probe.hpp"
+#include "emm/conformance/report_paths.hpp"
 #include "emm/conformance/report_writers.hpp"
-#include "emm/conformance/result_codec.hpp"
+#include "emm/conformance/text_escaping.hpp"
 #include "emm/errors.hpp"
-#include "emm/plugin_loader.hpp"
 
 namespace emm::conformance {
 namespace {
-
-constexpr std::chrono::seconds kProbeTimeout{60};
 
 void print_catalogue(std::ostream& out) {
   for (const Clause& clause : catalogue().clauses()) {
@@ -32,51 +34,72 @@ void print_catalogue(std::ostream& out) {
   }
 }
 
-// interface_version() of a null-context instance, asked in a child (plugin code may crash).
-std::optional<int> probe_interface_version(const PluginSubject& subject, std::ostream& err) {
-  auto reports = run_in_children({[&subject] {
-                                   auto probe = subject.factory(nullptr);
-                                   return std::to_string(probe ? probe->interface_version() : -1);
-                                 }},
-                                 1, kProbeTimeout);
-  if (reports[0].kind == ChildReport::Kind::finished) {
-    try {
-      return std::stoi(reports[0].payload);
-    } catch (...) {
+// Sanitizer runtimes reserve shadow memory as private writable mappings, which a data-segment
+// limit counts: a sanitizer build of emm-certify runs its children without one by default.
+constexpr bool kSanitizerBuild =
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+    true;
+#else
+    false;
+#endif
+#else
+    false;
+#endif
+
+std::size_t memory_limit(const CertifyOptions& options) {
+  if (options.memory_limit) return *options.memory_limit;
+  return kSanitizerBuild ? 0 : kDefaultMemoryLimit;
+}
+
+// Descriptors 0-2 open (to /dev/null when the caller closed them), so that no pipe or report
+// file this process opens can take their numbers.
+void ensure_standard_descriptors() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) == -1 && errno == EBADF) {
+      const int opened = ::open("/dev/null", O_RDWR);
+      if (opened >= 0 && opened != fd) {
+        ::dup2(opened, fd);
+        ::close(opened);
+      }
     }
   }
-  err << "emm-certify: warning: could not read interface_version() from a null-context "
-         "instance (REG-1/REG-2 report why)\n";
-  return std::nullopt;
 }
 
 // The GPU is probed in a child so that this process never initialises CUDA.
-BackendStatus probe_gpu(const Capabilities& capabilities) {
+BackendStatus probe_gpu(const Capabilities& capabilities, const ProbeSettings& settings) {
   BackendStatus status{BackendKind::gpu, false, "", ""};
-  auto reports = run_in_children({[&capabilities] {
-                                   const std::string reason =
-                                       backend_unavailable_reason(BackendKind::gpu, capabilities);
-                                   if (!reason.empty()) return "NO\t" + reason;
-                                   return "OK\t" + make_backend(BackendKind::gpu)->device_name(0);
-                                 }},
-                                 1, kProbeTimeout);
-  const ChildReport& report = reports[0];
-  if (report.kind != ChildReport::Kind::finished) {
-    status.reason =
-        report.kind == ChildReport::Kind::timed_out
-            ? "no GPU: probing the CUDA driver did not finish"
-            : "no GPU: probing the CUDA driver crashed (" +
-                  (report.signal ? describe_signal(report.signal)
-                                 : "exit status " + std::to_string(report.exit_status)) +
-                  ")";
-    return status;
-  }
-  const std::string& payload = report.payload;
-  if (payload.starts_with("OK\t")) {
-    status.ran = true;
-    status.device = payload.substr(3);
-  } else {
-    status.reason = payload.size() > 3 ? payload.substr(3) : payload;
+  ChildOptions options;
+  options.result_channel = true;
+  options.memory_limit_bytes = settings.memory_limit_bytes;
+  try {
+    ChildProcess child = ChildProcess::fork(
+        [&capabilities] {
+          const std::string reason = backend_unavailable_reason(BackendKind::gpu, capabilities);
+          send_result_frame(reason.empty() ? "OK\t" + make_backend(BackendKind::gpu)->device_name(0)
+                                           : "NO\t" + reason);
+          return 0;
+        },
+        options);
+    const ChildEnd end = child.wait(settings.timeout);
+    kill_stray_children();
+    std::string problem;
+    const std::optional<std::string> payload = decode_frame(child.result_bytes(), problem);
+    if (end.kind != ChildEnd::Kind::exited || end.exit_status != 0 || !payload) {
+      status.reason =
+          "no GPU: probing the CUDA driver in a child process failed (it " + end.describe() + ")";
+      return status;
+    }
+    if (payload->starts_with("OK\t")) {
+      status.ran = true;
+      status.device = payload->substr(3);
+    } else {
+      status.reason = payload->size() > 3 ? payload->substr(3) : *payload;
+    }
+  } catch (const std::exception& error) {
+    status.reason = std::string("no GPU: the probe could not start: ") + error.what();
   }
   return status;
 }
@@ -93,126 +116,158 @@ BackendStatus probe_fake(const Capabilities& capabilities) {
 }
 
 bool write_file(const std::string& path, const std::string& text, std::ostream& err) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  file << text;
-  file.close();
-  if (!file) {
-    err << "emm-certify: cannot write " << path << "\n";
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    err << "emm-certify: cannot write " << path << " (" << std::strerror(errno) << ")\n";
+    return false;
+  }
+  std::string_view left = text;
+  while (!left.empty()) {
+    const ssize_t n = ::write(fd, left.data(), left.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      err << "emm-certify: cannot write " << path << " (" << std::strerror(errno) << ")\n";
+      ::close(fd);
+      return false;
+    }
+    left.remove_prefix(static_cast<std::size_t>(n));
+  }
+  if (::close(fd) != 0) {
+    err << "emm-certify: cannot write " << path << " (" << std::strerror(errno) << ")\n";
     return false;
   }
   return true;
 }
 
+// Every (clause, backend) of a certification whose plugin could not be loaded: not_run.
+std::vector<ClauseResult> not_run(const std::vector<const Clause*>& clauses,
+                                  const std::vector<BackendKind>& backends,
+                                  const std::string& cause) {
+  std::vector<ClauseResult> results;
+  for (const Clause* clause : clauses) {
+    for (const BackendKind backend : backends) {
+      ClauseResult result;
+      result.clause = clause;
+      result.backend = backend;
+      result.level = clause->level;
+      result.outcome = Outcome::not_run;
+      result.message = "[" + clause->id + "] not run: the plugin could not be loaded: " + cause;
+      results.push_back(std::move(result));
+    }
+  }
+  return results;
+}
+
 }  // namespace
 
 int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
+  ensure_standard_descriptors();
   const std::vector<std::string_view> args(argv + 1, argv + argc);
   CertifyOptions options;
   try {
     options = parse_certify_args(args);
+    if (options.help) {
+      out << certify_usage();
+      return kExitCertified;
+    }
+    if (options.list) {
+      print_catalogue(out);
+      return kExitCertified;
+    }
+    check_report_paths(options.reports, options.plugin_path);
   } catch (const UsageError& error) {
     err << "emm-certify: " << error.what() << "\n\n" << certify_usage();
     return kExitUsage;
   }
-  if (options.help) {
-    out << certify_usage();
-    return kExitCertified;
-  }
-  if (options.list) {
-    print_catalogue(out);
-    return kExitCertified;
-  }
+  // Plugin code runs in children; what they leave behind (detached grandchildren) is reparented
+  // here and killed after each child (child_process.hpp).
+  ensure_default_sigchld();
+  become_child_subreaper();
 
-  LoadedPlugin plugin;
-  try {
-    plugin = load_plugin(options.plugin_path);
-  } catch (const std::exception& error) {
-    err << "emm-certify: could not load the plugin: " << error.what() << "\n";
-    return kExitUsage;
-  }
-  const PluginSubject subject = subject_from_library(plugin);
-  const Capabilities& capabilities = subject.description.capabilities;
+  const std::chrono::milliseconds timeout = std::chrono::seconds(options.timeout_s);
+  const ProbeSettings probe_settings{timeout, memory_limit(options)};
+  const std::vector<const Clause*> clauses =
+      options.only.empty() ? catalogue().plugin_clauses() : options.only;
+
   out << "emm-certify " << kKitVersion << " (catalogue " << catalogue().version()
-      << "): certifying '" << subject.description.name << "' from " << subject.description.path
-      << "\n";
+      << "): certifying " << visible_text(options.plugin_path) << " (isolation "
+      << to_string(options.isolation) << ")\n";
   out.flush();
+  const ProbeResult probe = options.isolation == Isolation::in_process
+                                ? probe_plugin_in_process(options.plugin_path)
+                                : probe_plugin(options.plugin_path, probe_settings);
 
   CertificationReport report;
   report.kit_version = kKitVersion;
   report.catalogue_version = catalogue().version();
-  report.plugin = PluginInfo{subject.description, probe_interface_version(subject, err)};
-
-  // Each backend's availability is decided once, here; children run what they are given.
-  std::vector<BackendKind> ran;
-  for (const BackendKind backend : options.backends) {
-    BackendStatus status =
-        backend == BackendKind::fake ? probe_fake(capabilities) : probe_gpu(capabilities);
-    out << "backend " << to_string(status.kind) << ": "
-        << (status.ran ? "runs on " + status.device : "not run (" + status.reason + ")") << "\n";
-    if (status.ran) ran.push_back(backend);
-    report.backends.push_back(std::move(status));
-  }
-
-  const std::vector<const Clause*> clauses =
-      options.only.empty() ? catalogue().plugin_clauses() : options.only;
-
-  struct Job {
-    const Clause* clause;
-    BackendKind backend;
-  };
-  std::vector<Job> jobs;
-  for (const Clause* clause : clauses) {
-    for (const BackendKind backend : ran) jobs.push_back({clause, backend});
-  }
-  std::vector<ClauseResult> results(jobs.size());
-  std::size_t done = 0;
-  // Fake runs are independent simulated devices: two at a time. GPU runs share one device whose
-  // memory figures (cuMemGetInfo) are device-wide: one at a time, or they would see each other.
-  const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
-  for (const BackendKind backend : ran) {
-    std::vector<std::size_t> indices;
-    std::vector<std::function<std::string()>> work;
-    for (std::size_t i = 0; i < jobs.size(); ++i) {
-      if (jobs[i].backend != backend) continue;
-      indices.push_back(i);
-      work.push_back([&subject, job = jobs[i]] {
-        return encode_result(evaluate(subject, *job.clause, *make_backend(job.backend)));
-      });
+  if (!probe.loaded) {
+    err << "emm-certify: could not load the plugin " << visible_text(options.plugin_path) << ": "
+        << visible_text(probe.failure) << "\n";
+    report.plugin_loaded = false;
+    report.load_failure = probe.failure;
+    report.plugin.description.path = options.plugin_path;
+    for (const BackendKind backend : options.backends) {
+      report.backends.push_back({backend, false, "", "the plugin could not be loaded"});
     }
-    const std::size_t parallel = backend == BackendKind::fake ? std::min<std::size_t>(2, cores) : 1;
-    run_in_children(work, parallel, std::chrono::seconds(options.timeout_s),
-                    [&](std::size_t k, const ChildReport& child) {
-                      const Job& job = jobs[indices[k]];
-                      ClauseResult& r = results[indices[k]];
-                      r = result_from_child(child, *job.clause, job.backend,
-                                            job.clause->effective_level(capabilities),
-                                            options.timeout_s);
-                      char line[160];
-                      std::snprintf(line, sizeof line, "[%3zu/%zu] %-10s %-5s %-14s %8.0f ms",
-                                    ++done, jobs.size(), r.clause->id.c_str(),
-                                    std::string(to_string(r.backend)).c_str(),
-                                    std::string(to_string(r.outcome)).c_str(), r.duration_ms);
-                      out << line << "\n";
-                      out.flush();
-                    });
+    report.results = not_run(clauses, options.backends, probe.failure);
+  } else {
+    const Capabilities& capabilities = probe.description.capabilities;
+    report.plugin = PluginInfo{probe.description, probe.interface_version};
+    out << "plugin '" << visible_text(probe.description.name) << "', declares:";
+    for (const CapabilityField& field : kCapabilityFields) {
+      if (declared(capabilities, field)) out << " " << field.name;
+    }
+    out << "\n";
+    if (!probe.interface_version) {
+      err << "emm-certify: warning: could not read interface_version() from a null-context "
+             "instance ("
+          << visible_text(probe.interface_problem) << "; REG-1/REG-2 report why)\n";
+    }
+    // Each backend's availability is decided once, here; children run what they are given.
+    std::vector<ClauseJob> jobs;
+    for (const BackendKind backend : options.backends) {
+      BackendStatus status = backend == BackendKind::fake ? probe_fake(capabilities)
+                                                          : probe_gpu(capabilities, probe_settings);
+      out << "backend " << to_string(status.kind) << ": "
+          << visible_text(status.ran ? "runs on " + status.device
+                                     : "not run (" + status.reason + ")")
+          << "\n";
+      if (status.ran) {
+        for (const Clause* clause : clauses) {
+          jobs.push_back({clause, backend, clause->effective_level(capabilities)});
+        }
+      }
+      report.backends.push_back(std::move(status));
+    }
+    out.flush();
+    std::size_t done = 0;
+    const SchedulerSettings settings{options.plugin_path, options.isolation, timeout,
+                                     memory_limit(options), 2};
+    report.results = run_clause_jobs(jobs, settings, [&](const ClauseResult& r) {
+      char line[160];
+      std::snprintf(line, sizeof line, "[%3zu/%zu] %-10s %-5s %-14s %8.0f ms", ++done, jobs.size(),
+                    r.clause->id.c_str(), std::string(to_string(r.backend)).c_str(),
+                    std::string(to_string(r.outcome)).c_str(), r.duration_ms);
+      out << line << "\n";
+      out.flush();
+    });
   }
-  report.results = std::move(results);
+  kill_stray_children();
   const Certificate certificate = make_certificate(std::move(report));
 
   out << "\n" << to_text(certificate);
   out.flush();
   bool written = true;
-  if (!options.json_path.empty()) {
-    written &= write_file(options.json_path, to_json(certificate), err);
-  }
-  if (!options.junit_path.empty()) {
-    written &= write_file(options.junit_path, to_junit(certificate), err);
-  }
-  if (!options.markdown_path.empty()) {
-    written &= write_file(options.markdown_path, to_markdown(certificate), err);
-  }
-  if (!written) return kExitUsage;
-  return certificate.verdict.certified ? kExitCertified : kExitNotCertified;
+  const ReportPaths& paths = options.reports;
+  if (!paths.json.empty()) written &= write_file(paths.json, to_json(certificate), err);
+  if (!paths.junit.empty()) written &= write_file(paths.junit, to_junit(certificate), err);
+  if (!paths.markdown.empty()) written &= write_file(paths.markdown, to_markdown(certificate), err);
+  if (!paths.html.empty()) written &= write_file(paths.html, to_html(certificate), err);
+  const int status = certificate.verdict.exit_status();
+  // A report that could not be written does not hide a verdict against the plugin; it only
+  // keeps a certificate from being claimed without its report.
+  if (!written && status != kExitNotCertified) return kExitUsage;
+  return status;
 }
 
 }  // namespace emm::conformance

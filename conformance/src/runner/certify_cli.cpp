@@ -1,9 +1,8 @@
 #include "emm/conformance/certify_cli.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <set>
-
-#include "emm/conformance/catalogue.hpp"
 
 namespace emm::conformance {
 namespace {
@@ -21,23 +20,75 @@ std::vector<std::string> split_commas(std::string_view text) {
   return parts;
 }
 
+// "16G", "512M", "1048576", "none".
+std::size_t parse_size(std::string_view text) {
+  if (text == "none") return 0;
+  std::size_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  const std::string_view suffix(end, static_cast<std::size_t>(text.data() + text.size() - end));
+  std::size_t shift = 0;
+  if (suffix == "K" || suffix == "k") shift = 10;
+  if (suffix == "M" || suffix == "m") shift = 20;
+  if (suffix == "G" || suffix == "g") shift = 30;
+  const bool suffix_ok = suffix.empty() || shift != 0;
+  if (error != std::errc() || end == text.data() || !suffix_ok || value == 0 ||
+      value > (std::size_t{1} << (63 - shift))) {
+    throw UsageError("--memory-limit needs a size such as 16G, 512M or 1048576, or none (got '" +
+                     std::string(text) + "')");
+  }
+  return value << shift;
+}
+
 }  // namespace
 
+std::string_view to_string(Isolation isolation) noexcept {
+  switch (isolation) {
+    case Isolation::clause:
+      return "clause";
+    case Isolation::in_process:
+      return "in-process";
+    case Isolation::backend:
+      break;
+  }
+  return "backend";
+}
+
 std::string certify_usage() {
-  return "usage: emm-certify --plugin PATH.so [--backend fake|gpu|all] [--only ID[,ID...]]\n"
-         "                   [--json FILE] [--junit FILE] [--markdown FILE] [--list]\n"
-         "                   [--timeout-s N]\n"
+  return "usage: emm-certify --plugin PATH [--backend fake|gpu|all] [--only ID[,ID...]]\n"
+         "                   [--json FILE] [--junit FILE] [--markdown FILE] [--html FILE]\n"
+         "                   [--timeout-s N] [--memory-limit SIZE|none]\n"
+         "                   [--isolation backend|clause] [--in-process] [--list] [--help]\n"
          "\n"
          "Certifies an EMM plugin library against the emmkit clause catalogue.\n"
-         "  --plugin PATH     the plugin shared library (built with EMM_EXPORT_MEMORY_MANAGER)\n"
-         "  --backend B       fake, gpu or all (default: all = fake, and gpu when present)\n"
-         "  --only IDS        certify only these plugin clauses (comma-separated ids)\n"
-         "  --json FILE       write the JSON report\n"
-         "  --junit FILE      write JUnit XML (one testcase per clause and backend)\n"
-         "  --markdown FILE   write the Markdown certificate\n"
-         "  --list            print the catalogue (id, level, target, optional, title) and exit\n"
-         "  --timeout-s N     seconds each clause may take before it counts as a hang (60)\n"
-         "Exit status: 0 certified, 1 not certified, 2 usage error or plugin not loadable.\n";
+         "  --plugin PATH       the plugin shared library (built with EMM_EXPORT_MEMORY_MANAGER);\n"
+         "                      a PATH without a slash is a file in the current directory, never\n"
+         "                      a name the dynamic loader searches for\n"
+         "  --backend B         fake, gpu or all (default: all = fake, and gpu when present)\n"
+         "  --only IDS          certify only these plugin clauses (comma-separated ids; each runs\n"
+         "                      once): the verdict is then PARTIAL at best, never CERTIFIED\n"
+         "  --json FILE         write the JSON report (schema: docs/report.schema.json)\n"
+         "  --junit FILE        write JUnit XML (one testcase per clause and backend)\n"
+         "  --markdown FILE     write the Markdown certificate\n"
+         "  --html FILE         write the HTML certificate (one self-contained file)\n"
+         "  --timeout-s N       seconds each clause (and loading the plugin) may take (60)\n"
+         "  --memory-limit S    data-segment limit of each process that runs plugin code: 16G,\n"
+         "                      512M, a byte count, or none (default 16G; none in sanitizer "
+         "builds)\n"
+         "  --isolation I       backend: one worker process per backend runs the clauses in a\n"
+         "                      fixed order and is replaced after a crash or a timeout (default);\n"
+         "                      clause: one process per clause and backend\n"
+         "  --in-process        run every clause in emm-certify's own process (for gdb and\n"
+         "                      sanitizers; a crashing plugin then takes emm-certify down)\n"
+         "  --list              print the catalogue (id, level, target, optional, title) and exit\n"
+         "Every report path is checked before any clause runs.\n"
+         "\n"
+         "Exit status:\n"
+         "  0  CERTIFIED: every plugin clause ran and every MUST clause passed on every backend\n"
+         "     that ran (the verdict names them: CERTIFIED (fake) without a GPU)\n"
+         "  1  NOT CERTIFIED: a MUST clause failed, crashed or timed out, or no backend could run\n"
+         "  2  usage error, a report that cannot be written, or a plugin that could not be loaded\n"
+         "     (the reports are still written, every clause marked not run)\n"
+         "  3  PARTIAL: an --only run in which every selected clause passed\n";
 }
 
 CertifyOptions parse_certify_args(std::span<const std::string_view> args) {
@@ -55,9 +106,15 @@ CertifyOptions parse_certify_args(std::span<const std::string_view> args) {
       }
     }
     auto value = [&]() -> std::string {
-      if (has_inline) return std::string(inline_value);
-      if (i + 1 >= args.size()) throw UsageError(std::string(arg) + " needs a value");
-      return std::string(args[++i]);
+      std::string text;
+      if (has_inline) {
+        text = std::string(inline_value);
+      } else {
+        if (i + 1 >= args.size()) throw UsageError(std::string(arg) + " needs a value");
+        text = std::string(args[++i]);
+      }
+      if (text.empty()) throw UsageError(std::string(arg) + " needs a non-empty value");
+      return text;
     };
     auto once = [&] {
       if (!seen.insert(std::string(arg)).second) {
@@ -68,10 +125,15 @@ CertifyOptions parse_certify_args(std::span<const std::string_view> args) {
       options.help = true;
     } else if (arg == "--list") {
       options.list = true;
+    } else if (arg == "--in-process") {
+      once();
+      options.isolation = Isolation::in_process;
     } else if (arg == "--plugin") {
       once();
       options.plugin_path = value();
-      if (options.plugin_path.empty()) throw UsageError("--plugin needs a path");
+      if (options.plugin_path.find('/') == std::string::npos) {
+        options.plugin_path = "./" + options.plugin_path;
+      }
     } else if (arg == "--backend") {
       once();
       const std::string backend = value();
@@ -96,17 +158,17 @@ CertifyOptions parse_certify_args(std::span<const std::string_view> args) {
                            " is a host clause, checked by the kit's own suites; emm-certify "
                            "certifies plugin clauses");
         }
-        options.only.push_back(clause);
+        if (std::find(options.only.begin(), options.only.end(), clause) == options.only.end()) {
+          options.only.push_back(clause);
+        }
       }
-    } else if (arg == "--json") {
+    } else if (arg == "--json" || arg == "--junit" || arg == "--markdown" || arg == "--html") {
       once();
-      options.json_path = value();
-    } else if (arg == "--junit") {
-      once();
-      options.junit_path = value();
-    } else if (arg == "--markdown") {
-      once();
-      options.markdown_path = value();
+      std::string& path = arg == "--json"    ? options.reports.json
+                          : arg == "--junit" ? options.reports.junit
+                          : arg == "--html"  ? options.reports.html
+                                             : options.reports.markdown;
+      path = value();
     } else if (arg == "--timeout-s") {
       once();
       const std::string text = value();
@@ -118,12 +180,49 @@ CertifyOptions parse_certify_args(std::span<const std::string_view> args) {
                          text + "')");
       }
       options.timeout_s = seconds;
+    } else if (arg == "--memory-limit") {
+      once();
+      options.memory_limit = parse_size(value());
+    } else if (arg == "--isolation") {
+      once();
+      const std::string mode = value();
+      if (mode == "backend") {
+        options.isolation = Isolation::backend;
+      } else if (mode == "clause") {
+        options.isolation = Isolation::clause;
+      } else {
+        throw UsageError("--isolation must be backend or clause (got '" + mode +
+                         "'); --in-process runs the clauses in emm-certify itself");
+      }
     } else {
       throw UsageError("unknown argument '" + std::string(args[i]) + "'");
     }
   }
+  if (seen.contains("--isolation") && seen.contains("--in-process")) {
+    throw UsageError("--isolation and --in-process exclude each other");
+  }
   if (!options.help && !options.list && options.plugin_path.empty()) {
     throw UsageError("--plugin PATH is required");
+  }
+  // The same file for two reports, or a report over the plugin, would lose one of them.
+  std::vector<std::pair<std::string_view, const std::string*>> named = {
+      {"--json", &options.reports.json},
+      {"--junit", &options.reports.junit},
+      {"--markdown", &options.reports.markdown},
+      {"--html", &options.reports.html}};
+  for (std::size_t a = 0; a < named.size(); ++a) {
+    const std::string& path = *named[a].second;
+    if (path.empty()) continue;
+    if (path == options.plugin_path || "./" + path == options.plugin_path) {
+      throw UsageError(std::string(named[a].first) + " " + path +
+                       " is the plugin library itself: writing the report would overwrite it");
+    }
+    for (std::size_t b = a + 1; b < named.size(); ++b) {
+      if (*named[b].second == path) {
+        throw UsageError(std::string(named[a].first) + " and " + std::string(named[b].first) +
+                         " name the same file " + path + "; give each report its own path");
+      }
+    }
   }
   return options;
 }

@@ -1,4 +1,6 @@
 // The JSON rendering of a Certificate (report_writers.hpp; spec §5).
+#include <cstdint>
+
 #include "emm/conformance/json_writer.hpp"
 #include "emm/conformance/report_writers.hpp"
 
@@ -37,7 +39,15 @@ std::string to_json(const Certificate& certificate) {
     json.end_object();
   }
   json.end_array();
-  json.key("verdict").value(certificate.verdict.word());
+  const Verdict& verdict = certificate.verdict;
+  json.key("verdict").value(verdict.word());
+  json.key("verdict_backends").begin_array();
+  for (const BackendKind backend : verdict.backends) json.value(to_string(backend));
+  json.end_array();
+  json.key("verdict_line").value(verdict.line());
+  json.key("clauses_run").value(static_cast<std::uint64_t>(verdict.clauses_run));
+  json.key("clauses_in_catalogue").value(static_cast<std::uint64_t>(verdict.clauses_in_catalogue));
+  if (!report.plugin_loaded) json.key("load_failure").value(report.load_failure);
   json.key("results").begin_array();
   for (const ClauseResult& r : report.results) {
     json.begin_object();
@@ -54,6 +64,7 @@ std::string to_json(const Certificate& certificate) {
     json.key("properties").begin_object();
     for (const auto& [key, value] : r.properties) json.key(key).value(value);
     json.end_object();
+    if (!r.output.empty()) json.key("output").value(r.output);
     json.end_object();
   }
   json.end_array();

@@ -4,59 +4,10 @@
 #include <cmath>
 #include <cstdio>
 
+#include "emm/conformance/text_escaping.hpp"
 #include "emm/errors.hpp"
 
 namespace emm::conformance {
-namespace {
-
-// Length of the well-formed UTF-8 sequence starting at text[i], or 0 if it is not one.
-std::size_t utf8_sequence(std::string_view text, std::size_t i) {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char lead = byte(i);
-  if (lead < 0x80) return 1;
-  std::size_t length = 0;
-  unsigned char min_second = 0x80;
-  unsigned char max_second = 0xBF;
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    length = 2;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    length = 3;
-    if (lead == 0xE0) min_second = 0xA0;
-    if (lead == 0xED) max_second = 0x9F;  // no UTF-16 surrogates
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    length = 4;
-    if (lead == 0xF0) min_second = 0x90;
-    if (lead == 0xF4) max_second = 0x8F;
-  } else {
-    return 0;
-  }
-  if (i + length > text.size()) return 0;
-  if (byte(i + 1) < min_second || byte(i + 1) > max_second) return 0;
-  for (std::size_t k = 2; k < length; ++k) {
-    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
-  }
-  return length;
-}
-
-constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
-
-}  // namespace
-
-std::string sanitize_utf8(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size();) {
-    const std::size_t n = utf8_sequence(text, i);
-    if (n == 0) {
-      out += kReplacement;
-      ++i;
-    } else {
-      out.append(text.substr(i, n));
-      i += n;
-    }
-  }
-  return out;
-}
 
 std::string json_quote(std::string_view text) {
   const std::string clean = sanitize_utf8(text);
@@ -95,38 +46,6 @@ std::string json_quote(std::string_view text) {
     }
   }
   out += '"';
-  return out;
-}
-
-std::string xml_escape(std::string_view text) {
-  const std::string clean = sanitize_utf8(text);
-  std::string out;
-  out.reserve(clean.size());
-  for (const char c : clean) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') {
-          out += kReplacement;  // not allowed in XML 1.0
-        } else {
-          out += c;
-        }
-    }
-  }
   return out;
 }
 

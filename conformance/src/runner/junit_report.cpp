@@ -1,8 +1,8 @@
 // The JUnit XML rendering of a Certificate (report_writers.hpp; spec §5).
 #include <sstream>
 
-#include "emm/conformance/json_writer.hpp"
 #include "emm/conformance/report_writers.hpp"
+#include "emm/conformance/text_escaping.hpp"
 #include "runner/report_format.hpp"
 
 namespace emm::conformance {
@@ -15,7 +15,8 @@ std::string to_junit(const Certificate& certificate) {
   double total_ms = 0;
   for (const ClauseResult& r : report.results) {
     failures += r.outcome == Outcome::fail;
-    errors += r.outcome == Outcome::crash || r.outcome == Outcome::timeout;
+    errors += r.outcome == Outcome::crash || r.outcome == Outcome::timeout ||
+              r.outcome == Outcome::not_run;
     skipped += r.outcome == Outcome::not_supported;
     total_ms += r.duration_ms;
   }
@@ -26,11 +27,11 @@ std::string to_junit(const Certificate& certificate) {
   std::ostringstream xml;
   xml << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   xml << "<testsuites name=\"emm-certify\"" << counts << ">\n";
-  xml << "  <testsuite name=\"" << xml_escape("emm-certify " + report.plugin.description.name)
-      << "\"" << counts << ">\n";
+  xml << "  <testsuite name=\"" << xml_text("emm-certify " + report.plugin.description.name) << "\""
+      << counts << ">\n";
   xml << "    <properties>\n";
   auto property = [&xml](std::string_view name, std::string_view value) {
-    xml << "      <property name=\"" << xml_escape(name) << "\" value=\"" << xml_escape(value)
+    xml << "      <property name=\"" << xml_text(name) << "\" value=\"" << xml_text(value)
         << "\"/>\n";
   };
   property("plugin", report.plugin.description.name);
@@ -38,6 +39,7 @@ std::string to_junit(const Certificate& certificate) {
   property("kit_version", report.kit_version);
   property("catalogue_version", report.catalogue_version);
   property("verdict", certificate.verdict.word());
+  property("verdict_line", certificate.verdict.line());
   for (const BackendStatus& b : report.backends) {
     property("backend." + std::string(to_string(b.kind)),
              b.ran ? "ran" + (b.device.empty() ? "" : ": " + b.device) : "not run: " + b.reason);
@@ -45,27 +47,33 @@ std::string to_junit(const Certificate& certificate) {
   xml << "    </properties>\n";
   for (const ClauseResult& r : report.results) {
     const std::string message = summary(r);
-    xml << "    <testcase classname=\"" << xml_escape(r.clause->group()) << "\" name=\""
-        << xml_escape(r.clause->id + " " + std::string(to_string(r.backend))) << "\" time=\""
+    xml << "    <testcase classname=\"" << xml_text(r.clause->group()) << "\" name=\""
+        << xml_text(r.clause->id + " " + std::string(to_string(r.backend))) << "\" time=\""
         << seconds(r.duration_ms) << "\"";
+    std::string body;
     switch (r.outcome) {
       case Outcome::pass:
-        xml << "/>\n";
-        continue;
+        break;
       case Outcome::fail:
-        xml << ">\n      <failure type=\"" << to_string(r.level) << "\" message=\""
-            << xml_escape(message) << "\">" << xml_escape(message) << "</failure>\n";
+        body = "      <failure type=\"" + std::string(to_string(r.level)) + "\" message=\"" +
+               xml_text(message) + "\">" + xml_text(message) + "</failure>\n";
         break;
       case Outcome::crash:
       case Outcome::timeout:
-        xml << ">\n      <error type=\"" << to_string(r.outcome) << "\" message=\""
-            << xml_escape(message) << "\">" << xml_escape(message) << "</error>\n";
+      case Outcome::not_run:
+        body = "      <error type=\"" + std::string(to_string(r.outcome)) + "\" message=\"" +
+               xml_text(message) + "\">" + xml_text(message) + "</error>\n";
         break;
       case Outcome::not_supported:
-        xml << ">\n      <skipped message=\"" << xml_escape(message) << "\"/>\n";
+        body = "      <skipped message=\"" + xml_text(message) + "\"/>\n";
         break;
     }
-    xml << "    </testcase>\n";
+    if (!r.output.empty()) body += "      <system-out>" + xml_text(r.output) + "</system-out>\n";
+    if (body.empty()) {
+      xml << "/>\n";
+    } else {
+      xml << ">\n" << body << "    </testcase>\n";
+    }
   }
   xml << "  </testsuite>\n</testsuites>\n";
   return xml.str();

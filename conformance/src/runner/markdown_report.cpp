@@ -1,7 +1,9 @@
 // The Markdown certificate (report_writers.hpp).
+#include <algorithm>
 #include <sstream>
 
 #include "emm/conformance/report_writers.hpp"
+#include "emm/conformance/text_escaping.hpp"
 #include "runner/report_format.hpp"
 
 namespace emm::conformance {
@@ -9,9 +11,11 @@ namespace {
 
 using namespace report_format;
 
+// Plugin text in a table cell or a list item: visible (no control or escape sequence acts on a
+// viewer), one line, '|' escaped.
 std::string markdown_text(std::string_view text) {
   std::string out;
-  for (const char c : text) {
+  for (const char c : visible_text(text)) {
     if (c == '|') {
       out += "\\|";
     } else if (c == '\n' || c == '\r') {
@@ -23,6 +27,17 @@ std::string markdown_text(std::string_view text) {
   return out;
 }
 
+// A fence longer than any run of backticks in `text`, so the text cannot end the block.
+std::string code_fence(std::string_view text) {
+  std::size_t longest = 0;
+  std::size_t run = 0;
+  for (const char c : text) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  return std::string(std::max<std::size_t>(3, longest + 1), '`');
+}
+
 }  // namespace
 
 std::string to_markdown(const Certificate& certificate) {
@@ -31,12 +46,11 @@ std::string to_markdown(const Certificate& certificate) {
   const PluginDescription& plugin = report.plugin.description;
   std::ostringstream md;
   md << "# emm-certify certificate: " << markdown_text(plugin.name) << "\n\n";
-  md << "**" << verdict.word() << "**";
-  if (!verdict.certified && verdict.any_backend_ran) {
-    md << " (" << verdict.must_failures << " MUST clause" << (verdict.must_failures == 1 ? "" : "s")
-       << " failed)";
+  md << "**" << verdict.word() << "** — " << markdown_text(verdict.line()) << ". "
+     << markdown_text(covered(report)) << ".\n\n";
+  if (!report.plugin_loaded) {
+    md << "The plugin could not be loaded: " << markdown_text(report.load_failure) << "\n\n";
   }
-  md << ". " << markdown_text(covered(report)) << ".\n\n";
   md << "| | |\n|---|---|\n";
   md << "| Plugin | " << markdown_text(plugin.name) << " |\n";
   md << "| Library | `" << markdown_text(plugin.path) << "` |\n";
@@ -102,6 +116,19 @@ std::string to_markdown(const Certificate& certificate) {
       md << "| " << r.clause->id << " | " << to_string(r.backend) << " | " << markdown_text(key)
          << " | " << markdown_text(value) << " |\n";
     }
+  }
+  bool outputs = false;
+  for (const ClauseResult& r : report.results) {
+    if (r.output.empty()) continue;
+    if (!outputs) md << "\n## Output of the clauses (stdout and stderr)\n";
+    outputs = true;
+    const std::string text = visible_text(r.output);
+    const std::string fence = code_fence(text);
+    md << "\n<details><summary>" << r.clause->id << " (" << to_string(r.backend)
+       << ")</summary>\n\n"
+       << fence << "text\n"
+       << text << "\n"
+       << fence << "\n\n</details>\n";
   }
   md << "\n" << verdict.line() << "\n";
   return md.str();

@@ -8,9 +8,12 @@
 namespace emm::conformance {
 
 Certificate make_certificate(CertificationReport report) {
-  const bool any_ran = std::any_of(report.backends.begin(), report.backends.end(),
-                                   [](const BackendStatus& b) { return b.ran; });
-  Verdict verdict = compute_verdict(report.results, any_ran);
+  std::vector<BackendKind> ran;
+  for (const BackendStatus& b : report.backends) {
+    if (b.ran) ran.push_back(b.kind);
+  }
+  Verdict verdict = compute_verdict(
+      {report.results, std::move(ran), report.plugin_loaded, catalogue().plugin_clauses().size()});
   return Certificate{std::move(report), std::move(verdict)};
 }
 
@@ -58,6 +61,8 @@ std::string cell(const ClauseResult* result, const BackendStatus& backend) {
       return "CRASH";
     case Outcome::timeout:
       return "TIMEOUT";
+    case Outcome::not_run:
+      return "NOT RUN";
   }
   return "?";
 }

@@ -4,52 +4,14 @@
 #include <cstdio>
 #include <vector>
 
+#include "runner/field_codec.hpp"
+
 namespace emm::conformance {
 namespace {
 
+using namespace field_codec;
+
 constexpr std::string_view kMagic = "EMMR2\n";
-
-void put(std::string& out, std::string_view field) {
-  out += std::to_string(field.size());
-  out += ':';
-  out.append(field);
-}
-
-bool take(std::string_view& in, std::string& field) {
-  const std::size_t colon = in.find(':');
-  if (colon == std::string_view::npos) return false;
-  std::size_t length = 0;
-  const auto [end, error] = std::from_chars(in.data(), in.data() + colon, length);
-  if (error != std::errc() || end != in.data() + colon) return false;
-  if (in.size() - colon - 1 < length) return false;
-  field.assign(in.substr(colon + 1, length));
-  in.remove_prefix(colon + 1 + length);
-  return true;
-}
-
-bool take_count(std::string_view& in, std::size_t& count) {
-  std::string text;
-  if (!take(in, text)) return false;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), count);
-  // A count can never exceed the bytes left: each item takes at least two ("0:").
-  return error == std::errc() && end == text.data() + text.size() && count <= in.size() / 2;
-}
-
-void put_list(std::string& out, const std::vector<std::string>& items) {
-  put(out, std::to_string(items.size()));
-  for (const std::string& item : items) put(out, item);
-}
-
-bool take_list(std::string_view& in, std::vector<std::string>& items) {
-  std::size_t count = 0;
-  if (!take_count(in, count)) return false;
-  for (std::size_t i = 0; i < count; ++i) {
-    std::string item;
-    if (!take(in, item)) return false;
-    items.push_back(std::move(item));
-  }
-  return true;
-}
 
 }  // namespace
 

@@ -1,8 +1,10 @@
-// The console rendering of a Certificate (report_writers.hpp).
+// The console rendering of a Certificate (report_writers.hpp). Everything a plugin supplied is
+// passed through visible_text(): a terminal shows it, it does not act on it.
 #include <cstdio>
 #include <sstream>
 
 #include "emm/conformance/report_writers.hpp"
+#include "emm/conformance/text_escaping.hpp"
 #include "runner/report_format.hpp"
 
 namespace emm::conformance {
@@ -34,9 +36,11 @@ std::string to_text(const Certificate& certificate) {
   }
   auto item = [&out](const ClauseResult& r, const std::string& text) {
     out << r.clause->id << " (" << to_string(r.backend) << ", " << to_string(r.outcome)
-        << "): " << text << "\n";
+        << "): " << visible_text(text) << "\n";
   };
-  if (!verdict.failures.empty()) {
+  if (!report.plugin_loaded) {
+    out << "\nThe plugin could not be loaded: " << visible_text(report.load_failure) << "\n";
+  } else if (!verdict.failures.empty()) {
     out << "\nFailed MUST clauses:\n";
     for (const std::size_t i : verdict.failures) {
       out << "  ";
@@ -55,10 +59,10 @@ std::string to_text(const Certificate& certificate) {
     for (const std::string& what : r.unobserved) {
       if (!header) out << "\nNot observable (those parts were not checked there):\n";
       header = true;
-      out << "  " << unobserved_note(r, what) << "\n";
+      out << "  " << visible_text(unobserved_note(r, what)) << "\n";
     }
   }
-  out << "\n" << covered(report) << "\n";
+  out << "\n" << visible_text(covered(report)) << "\n";
   out << verdict.line() << "\n";
   return out.str();
 }

@@ -1,25 +1,73 @@
 #include "emm/conformance/verdict.hpp"
 
+#include <set>
+
 namespace emm::conformance {
 
 bool counts_against(const ClauseResult& result) noexcept {
   return result.outcome != Outcome::pass && result.outcome != Outcome::not_supported;
 }
 
-std::string Verdict::word() const { return certified ? "CERTIFIED" : "NOT CERTIFIED"; }
-
-std::string Verdict::line() const {
-  if (certified) return "VERDICT: CERTIFIED";
-  if (!any_backend_ran) return "VERDICT: NOT CERTIFIED (no backend ran)";
-  return "VERDICT: NOT CERTIFIED (" + std::to_string(must_failures) + " MUST clause" +
-         (must_failures == 1 ? "" : "s") + " failed)";
+std::string Verdict::word() const {
+  switch (kind) {
+    case Word::certified:
+      return "CERTIFIED";
+    case Word::partial:
+      return "PARTIAL";
+    case Word::not_certified:
+      break;
+  }
+  return "NOT CERTIFIED";
 }
 
-Verdict compute_verdict(const std::vector<ClauseResult>& results, bool any_backend_ran) {
+std::string Verdict::backend_list() const {
+  std::string list;
+  for (const BackendKind backend : backends) {
+    if (!list.empty()) list += ", ";
+    list += to_string(backend);
+  }
+  return list.empty() ? "no backend" : list;
+}
+
+std::string Verdict::line() const {
+  const std::string text = "VERDICT: " + word() + " (";
+  if (!plugin_loaded) return text + "the plugin could not be loaded)";
+  if (backends.empty()) return text + "no backend ran)";
+  switch (kind) {
+    case Word::certified:
+      return text + backend_list() + ")";
+    case Word::partial:
+      return text + std::to_string(clauses_run) + " of " + std::to_string(clauses_in_catalogue) +
+             " clauses; " + backend_list() + ")";
+    case Word::not_certified:
+      break;
+  }
+  return text + std::to_string(must_failures) + " MUST clause" + (must_failures == 1 ? "" : "s") +
+         " failed; " + backend_list() + ")";
+}
+
+int Verdict::exit_status() const noexcept {
+  if (!plugin_loaded) return kExitUsage;
+  switch (kind) {
+    case Word::certified:
+      return kExitCertified;
+    case Word::partial:
+      return kExitPartial;
+    case Word::not_certified:
+      break;
+  }
+  return kExitNotCertified;
+}
+
+Verdict compute_verdict(const VerdictInputs& inputs) {
   Verdict verdict;
-  verdict.any_backend_ran = any_backend_ran;
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    const ClauseResult& result = results[i];
+  verdict.plugin_loaded = inputs.plugin_loaded;
+  verdict.backends = inputs.backends_ran;
+  verdict.clauses_in_catalogue = inputs.clauses_in_catalogue;
+  std::set<const Clause*> run;
+  for (std::size_t i = 0; i < inputs.results.size(); ++i) {
+    const ClauseResult& result = inputs.results[i];
+    run.insert(result.clause);
     if (result.level == Level::must && counts_against(result)) {
       ++verdict.must_failures;
       verdict.failures.push_back(i);
@@ -28,7 +76,14 @@ Verdict compute_verdict(const std::vector<ClauseResult>& results, bool any_backe
       verdict.warnings.push_back(i);
     }
   }
-  verdict.certified = verdict.any_backend_ran && verdict.must_failures == 0;
+  verdict.clauses_run = run.size();
+  const bool clean =
+      verdict.plugin_loaded && !verdict.backends.empty() && verdict.must_failures == 0;
+  if (clean) {
+    verdict.kind = verdict.clauses_run < verdict.clauses_in_catalogue ? Verdict::Word::partial
+                                                                      : Verdict::Word::certified;
+  }
+  verdict.certified = verdict.kind == Verdict::Word::certified;
   return verdict;
 }
 

@@ -8,17 +8,16 @@
 // Certificate and writes the console table and the requested reports. It never initialises
 // CUDA itself: the GPU is probed and used in children only.
 //
-// Exit status: kExitCertified, kExitNotCertified (also when no backend could run), kExitUsage
-// (a usage error, or the plugin could not be loaded, or a report could not be written).
+// Exit status (verdict.hpp): kExitCertified, kExitNotCertified (also when no backend could run),
+// kExitPartial (an --only run whose clauses all passed), kExitUsage (a usage error, a report
+// path that cannot be written, or a plugin that could not be loaded).
 #pragma once
 
 #include <ostream>
 
-namespace emm::conformance {
+#include "emm/conformance/verdict.hpp"
 
-inline constexpr int kExitCertified = 0;
-inline constexpr int kExitNotCertified = 1;
-inline constexpr int kExitUsage = 2;
+namespace emm::conformance {
 
 int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err);
 

@@ -1,17 +1,21 @@
 // emm/conformance/certify_cli.hpp — emm-certify's command line (spec §5).
 //
-//   emm-certify --plugin PATH.so [--backend fake|gpu|all] [--only ID[,ID...]]
-//               [--json FILE] [--junit FILE] [--markdown FILE] [--list] [--timeout-s N]
-//
-// Exit codes: 0 certified, 1 not certified (also when no backend could run, e.g.
-// `--backend gpu` on a machine without a GPU), 2 usage error or plugin could not be loaded.
-// `--list` needs no plugin. `--only` takes plugin clause ids from the catalogue.
+//   emm-certify --plugin PATH [--backend fake|gpu|all] [--only ID[,ID...]]
+//               [--json FILE] [--junit FILE] [--markdown FILE] [--html FILE]
+//               [--timeout-s N] [--memory-limit SIZE|none] [--isolation backend|clause]
+//               [--in-process] [--list] [--help]
 //
 //   CertifyOptions options = parse_certify_args(arguments);   // throws UsageError
 //
-// Pure functions (unit-tested); certify.hpp runs the certification the options describe.
+// Parsing is pure (unit-tested): it checks the shape of every argument (an empty value, an
+// unknown clause, a host clause in --only, the same report path twice, a report path equal to
+// the plugin's) and nothing on disk; certify.hpp checks the report paths against the file
+// system before any clause runs. A --plugin without a slash is a file in the current directory,
+// never a name the dynamic loader searches for.
 #pragma once
 
+#include <cstddef>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -29,17 +33,39 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// How the clauses are kept apart from each other and from emm-certify.
+enum class Isolation {
+  backend,     // one worker process per backend runs the clauses one after another; replaced
+               // after a crash or a timeout (the default: fast)
+  clause,      // one process per (clause, backend)
+  in_process,  // in emm-certify's own process, for gdb and sanitizers: no protection at all
+};
+std::string_view to_string(Isolation isolation) noexcept;
+
+struct ReportPaths {
+  std::string json;
+  std::string junit;
+  std::string markdown;
+  std::string html;
+};
+
 struct CertifyOptions {
-  std::string plugin_path;
+  std::string plugin_path;  // as given, with "./" prepended when it has no slash
   std::vector<BackendKind> backends{kBackendKinds.begin(), kBackendKinds.end()};  // all
-  std::vector<const Clause*> only;  // empty: every plugin clause
-  std::string json_path;
-  std::string junit_path;
-  std::string markdown_path;
+  std::vector<const Clause*> only;  // empty: every plugin clause; else each once, in order
+  ReportPaths reports;
+  int timeout_s = 60;
+  // Data-segment limit of each child (bytes); nullopt: the default (kDefaultMemoryLimit, or
+  // none in a sanitizer build); 0: none.
+  std::optional<std::size_t> memory_limit;
+  Isolation isolation = Isolation::backend;
   bool list = false;
   bool help = false;
-  int timeout_s = 60;
 };
+
+// The default limit on what a plugin's process may allocate (RLIMIT_DATA): enough for every
+// check, small enough that a runaway plugin fails its clause instead of swapping the machine.
+inline constexpr std::size_t kDefaultMemoryLimit = std::size_t{16} << 30;
 
 // Parses the arguments after the program name. Throws UsageError.
 CertifyOptions parse_certify_args(std::span<const std::string_view> args);

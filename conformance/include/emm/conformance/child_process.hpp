@@ -255,6 +255,10 @@ class ChildProcess {
   const std::optional<ChildEnd>& end() const noexcept;
   // stdout and stderr together, capped.
   const CapturedOutput& output() const noexcept;
+  // The output captured so far (after reading what is already in the pipe, without blocking),
+  // leaving an empty capture with the same cap in its place: how a long-lived worker's output
+  // is cut into one piece per command.
+  CapturedOutput take_output();
   // The result channel's bytes not yet taken by wait_for_frame().
   const std::string& result_bytes() const noexcept;
   std::size_t result_total_bytes() const noexcept;

@@ -39,6 +39,9 @@ struct ClauseResult {
   std::vector<std::string> unobserved;
   double duration_ms = 0.0;
   std::vector<Property> properties;
+  // What the plugin and the check printed on stdout and stderr while the clause ran (capped:
+  // the first and last 64 KiB), when the clause ran in a child process.
+  std::string output;
 };
 
 // `result.message`, or for a result without one its notes joined with "; ".

@@ -37,7 +37,6 @@
 
 namespace emm::conformance {
 
-
 // What the importing process does with each item, in `runtime`. A failing item gets its error;
 // the others are unaffected.
 ImportResponse serve_import_request(Runtime& runtime, const ImportRequest& request);

@@ -1,5 +1,4 @@
-// emm/conformance/json_writer.hpp — a small streaming JSON writer, and text escaping for the
-// reports (JSON strings, XML for JUnit).
+// emm/conformance/json_writer.hpp — a small streaming JSON writer for the reports.
 //
 //   JsonWriter json;
 //   json.begin_object().key("verdict").value("CERTIFIED").key("results").begin_array();
@@ -57,12 +56,7 @@ class JsonWriter {
   bool done_ = false;
 };
 
-// `text` as valid UTF-8: each byte that is not part of a well-formed sequence becomes U+FFFD.
-std::string sanitize_utf8(std::string_view text);
-// A JSON string literal, quotes included.
+// A JSON string literal, quotes included (valid UTF-8: sanitize_utf8, text_escaping.hpp).
 std::string json_quote(std::string_view text);
-// Text for an XML attribute or element: & < > " ' escaped; characters XML 1.0 forbids (other
-// control characters) become U+FFFD; invalid UTF-8 is sanitized.
-std::string xml_escape(std::string_view text);
 
 }  // namespace emm::conformance

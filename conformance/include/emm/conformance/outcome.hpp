@@ -5,6 +5,7 @@
 //   not_supported  an optional capability is declared absent, or the backend cannot run
 //   crash          the plugin killed the process (signal, abort, std::terminate)
 //   timeout        no answer within the time bound
+//   not_run        the clause could not be run at all: the plugin library could not be loaded
 //
 // Plain value type.
 #pragma once
@@ -14,9 +15,9 @@
 
 namespace emm::conformance {
 
-enum class Outcome { pass, fail, not_supported, crash, timeout };
+enum class Outcome { pass, fail, not_supported, crash, timeout, not_run };
 
-// "pass", "fail", "not_supported", "crash", "timeout" (the JSON report's words).
+// "pass", "fail", "not_supported", "crash", "timeout", "not_run" (the JSON report's words).
 std::string_view to_string(Outcome outcome) noexcept;
 std::optional<Outcome> parse_outcome(std::string_view text) noexcept;
 

@@ -39,6 +39,10 @@ struct CertificationReport {
   std::string kit_version;
   std::string catalogue_version;
   PluginInfo plugin;
+  // False when the plugin library could not be loaded: every result is then not_run and
+  // `load_failure` says why.
+  bool plugin_loaded = true;
+  std::string load_failure;
   std::vector<BackendStatus> backends;
   std::vector<ClauseResult> results;
 };

@@ -1,11 +1,16 @@
-// emm/conformance/verdict.hpp — the verdict over a certification's results (spec §3).
+// emm/conformance/verdict.hpp — the verdict over a certification (spec §3, §7).
 //
-// CERTIFIED iff at least one backend ran and every MUST result is pass or not_supported
-// (evaluate() only lets not_supported through where a declared capability allows it). SHOULD
-// results other than pass are warnings; INFO results are measurements.
+//   CERTIFIED      the plugin was loaded, at least one backend ran, every plugin clause of the
+//                  catalogue ran, and every MUST result is pass or an allowed not_supported;
+//   PARTIAL        as CERTIFIED, but `--only` ran k of the N plugin clauses: never a certificate;
+//   NOT CERTIFIED  a MUST result failed, crashed or timed out, no backend ran, or the plugin
+//                  library could not be loaded.
+// SHOULD results other than pass are warnings; INFO results are measurements. Every verdict
+// names the backends it covers ("VERDICT: CERTIFIED (fake, gpu)").
 //
-//   Verdict v = compute_verdict(results, any_backend_ran);
-//   std::cout << v.line();   // "VERDICT: NOT CERTIFIED (2 MUST clauses failed)"
+//   const Verdict& v = certificate.verdict;   // computed once, by make_certificate()
+//   std::cout << v.line() << '\n';
+//   return v.exit_status();
 //
 // Plain value type; compute_verdict is pure.
 #pragma once
@@ -14,28 +19,52 @@
 #include <string>
 #include <vector>
 
+#include "emm/conformance/backend_kind.hpp"
 #include "emm/conformance/clause_result.hpp"
 
 namespace emm::conformance {
 
+// emm-certify's exit statuses (certify.hpp prints them in --help).
+inline constexpr int kExitCertified = 0;
+inline constexpr int kExitNotCertified = 1;
+inline constexpr int kExitUsage = 2;  // also: the plugin could not be loaded
+inline constexpr int kExitPartial = 3;
+
 struct Verdict {
-  bool certified = false;
-  bool any_backend_ran = false;
-  std::size_t must_failures = 0;  // MUST results that are not pass/not_supported
+  enum class Word { certified, not_certified, partial };
+  Word kind = Word::not_certified;
+  bool certified = false;  // kind == Word::certified
+  bool plugin_loaded = true;
+  std::vector<BackendKind> backends;  // the backends that ran: what the verdict covers
+  std::size_t must_failures = 0;      // MUST results that are not pass/not_supported
+  std::size_t clauses_run = 0;        // distinct clauses with a result
+  std::size_t clauses_in_catalogue = 0;
   // Indices into the results of the MUST failures and of the SHOULD results that did not pass.
   std::vector<std::size_t> failures;
   std::vector<std::size_t> warnings;
 
-  // "CERTIFIED" or "NOT CERTIFIED".
+  // "CERTIFIED", "NOT CERTIFIED" or "PARTIAL": the plain word tools compare.
   std::string word() const;
-  // "VERDICT: CERTIFIED" / "VERDICT: NOT CERTIFIED (3 MUST clauses failed)" /
-  // "VERDICT: NOT CERTIFIED (no backend ran)".
+  // "fake, gpu" (or "no backend").
+  std::string backend_list() const;
+  // "VERDICT: CERTIFIED (fake, gpu)", "VERDICT: NOT CERTIFIED (3 MUST clauses failed; fake)",
+  // "VERDICT: PARTIAL (2 of 33 clauses; fake)", "VERDICT: NOT CERTIFIED (no backend ran)",
+  // "VERDICT: NOT CERTIFIED (the plugin could not be loaded)".
   std::string line() const;
+  // kExitCertified, kExitNotCertified, kExitPartial, or kExitUsage when not loaded.
+  int exit_status() const noexcept;
 };
 
 // True when `result` counts against the plugin at its level (anything but pass/not_supported).
 bool counts_against(const ClauseResult& result) noexcept;
 
-Verdict compute_verdict(const std::vector<ClauseResult>& results, bool any_backend_ran);
+struct VerdictInputs {
+  const std::vector<ClauseResult>& results;
+  std::vector<BackendKind> backends_ran;
+  bool plugin_loaded = true;
+  std::size_t clauses_in_catalogue = 0;  // plugin clauses a full run certifies
+};
+
+Verdict compute_verdict(const VerdictInputs& inputs);
 
 }  // namespace emm::conformance

@@ -1,0 +1,60 @@
+// emm/conformance/clause_scheduler.hpp — runs a certification's (clause, backend) jobs so that
+// no plugin can take emm-certify down, fool it or hang it.
+//
+//   std::vector<ClauseResult> results = run_clause_jobs(jobs, settings, print_progress);
+//
+// Isolation (certify_cli.hpp):
+//   backend     one worker process per backend loads the plugin and runs that backend's clauses
+//               one after another, in the order given (a crash is reproducible); after a
+//               crash, a timeout or an answer it cannot trust the worker is killed and a new one
+//               takes the remaining clauses, so a crash costs only the clause that crashed;
+//   clause      one process per (clause, backend); fake clauses two at a time;
+//   in_process  the clauses run in this process (gdb, sanitizers): nothing is protected.
+// emm-certify decides which clause and backend a child runs and sends it a fresh random nonce;
+// it accepts exactly one well-formed answer carrying that nonce, that clause and that backend,
+// on the result channel (child_process.hpp: a fixed high descriptor the child verifies before
+// writing). Anything else — no answer, garbage, an answer for another clause, a second answer,
+// an exit of any status, a signal — is a crash-class result saying what was seen. A job ends when
+// its child answers or is reaped, or its deadline passes (the whole process group is then
+// killed, and every stray descendant with it: call become_child_subreaper() first).
+//
+// Each result carries what the clause printed (ClauseResult::output).
+//
+// Threat model: robust against broken plugins, not a sandbox against malicious native code
+// (docs/ci-guide.md, "What emm-certify protects against").
+//
+// Call from a single-threaded process that has not initialised CUDA (children are forked).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "emm/conformance/backend_kind.hpp"
+#include "emm/conformance/certify_cli.hpp"
+#include "emm/conformance/clause_result.hpp"
+
+namespace emm::conformance {
+
+struct ClauseJob {
+  const Clause* clause = nullptr;
+  BackendKind backend = BackendKind::fake;
+  Level level = Level::must;  // the clause's level for this plugin
+};
+
+struct SchedulerSettings {
+  std::string plugin_path;
+  Isolation isolation = Isolation::backend;
+  std::chrono::milliseconds timeout{60000};
+  std::size_t memory_limit_bytes = 0;  // per child; 0: none
+  std::size_t parallel_fake = 2;       // clause isolation: fake jobs at once
+};
+
+// Results in job order; `on_result` (optional) is called in this process as each one is known.
+std::vector<ClauseResult> run_clause_jobs(
+    const std::vector<ClauseJob>& jobs, const SchedulerSettings& settings,
+    const std::function<void(const ClauseResult&)>& on_result = {});
+
+}  // namespace emm::conformance

@@ -1,0 +1,425 @@
+#include "emm/conformance/clause_scheduler.hpp"
+
+#include <cstdio>
+#include <iostream>
+#include <optional>
+#include <random>
+
+#include "emm/conformance/backend.hpp"
+#include "emm/conformance/child_process.hpp"
+#include "emm/conformance/evaluate.hpp"
+#include "emm/conformance/result_codec.hpp"
+#include "emm/plugin_loader.hpp"
+#include "runner/field_codec.hpp"
+
+namespace emm::conformance {
+namespace {
+
+using namespace field_codec;
+using Clock = std::chrono::steady_clock;
+
+constexpr std::string_view kCommandMagic = "EMMRUN1\n";
+constexpr std::string_view kAnswerMagic = "EMMANS1\n";
+// A child that could not load the plugin it was given (it loaded in the probe: something
+// changed, or the load is not repeatable).
+constexpr int kExitCannotLoad = 3;
+
+// What the parent asks a child to run.
+struct Command {
+  std::string nonce;
+  const Clause* clause = nullptr;
+  BackendKind backend = BackendKind::fake;
+};
+
+std::string encode_command(const Command& command) {
+  std::string out(kCommandMagic);
+  put(out, command.nonce);
+  put(out, command.clause->id);
+  put(out, to_string(command.backend));
+  return out;
+}
+
+std::optional<Command> decode_command(std::string_view in) {
+  if (!in.starts_with(kCommandMagic)) return std::nullopt;
+  in.remove_prefix(kCommandMagic.size());
+  Command command;
+  std::string id, backend;
+  if (!take(in, command.nonce) || !take(in, id) || !take(in, backend) || !in.empty()) {
+    return std::nullopt;
+  }
+  command.clause = catalogue().find(id);
+  const std::optional<BackendKind> kind = parse_backend(backend);
+  if (command.clause == nullptr || !kind) return std::nullopt;
+  command.backend = *kind;
+  return command;
+}
+
+std::string fresh_nonce() {
+  static std::mt19937_64 generator{std::random_device{}()};
+  char text[24];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(generator()));
+  return text;
+}
+
+// --- the child's side ---------------------------------------------------------------------------
+
+std::optional<PluginSubject> load_in_child(const std::string& path) {
+  try {
+    return subject_from_library(load_plugin(path));
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "emm-certify child: could not load the plugin: %s\n", error.what());
+    return std::nullopt;
+  }
+}
+
+// Runs `command` and sends the answer (after flushing what the clause printed, so that the
+// parent finds the clause's output in the pipe before the answer).
+void answer(const PluginSubject& subject, const Command& command) {
+  ClauseResult result;
+  try {
+    result = evaluate(subject, *command.clause, *make_backend(command.backend));
+  } catch (...) {
+    result = backend_not_available(subject, *command.clause, command.backend,
+                                   describe_current_exception());
+  }
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  std::string payload(kAnswerMagic);
+  put(payload, command.nonce);
+  put(payload, encode_result(result));
+  send_result_frame(payload);
+}
+
+int worker_main(const std::string& path) {
+  const std::optional<PluginSubject> subject = load_in_child(path);
+  if (!subject) return kExitCannotLoad;
+  while (const std::optional<std::string> frame = read_command_frame()) {
+    const std::optional<Command> command = decode_command(*frame);
+    if (!command) {
+      std::fprintf(stderr, "emm-certify worker: a command it cannot read\n");
+      return kExitCannotLoad;
+    }
+    answer(*subject, *command);
+  }
+  return 0;
+}
+
+// --- the parent's side --------------------------------------------------------------------------
+
+std::string last_output(const std::string& output) {
+  std::string tail = output.size() > 600 ? "..." + output.substr(output.size() - 600) : output;
+  while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r')) tail.pop_back();
+  return tail.empty() ? "" : "; last output: " + tail;
+}
+
+ClauseResult failure(const ClauseJob& job, Outcome outcome, const std::string& what,
+                     std::string output, double duration_ms) {
+  ClauseResult result;
+  result.clause = job.clause;
+  result.backend = job.backend;
+  result.level = job.level;
+  result.outcome = outcome;
+  result.message = "[" + job.clause->id + "] " + what + last_output(output);
+  result.duration_ms = duration_ms;
+  result.output = std::move(output);
+  return result;
+}
+
+// The job's result from an answer payload, or why the answer cannot be trusted.
+std::optional<ClauseResult> accept(std::string_view payload, const ClauseJob& job,
+                                   const std::string& nonce, std::string& problem) {
+  if (!payload.starts_with(kAnswerMagic)) {
+    problem = "an answer that is not one (wrong magic)";
+    return std::nullopt;
+  }
+  payload.remove_prefix(kAnswerMagic.size());
+  std::string seen_nonce, encoded;
+  if (!take(payload, seen_nonce) || !take(payload, encoded) || !payload.empty()) {
+    problem = "an answer whose fields cannot be read";
+    return std::nullopt;
+  }
+  if (seen_nonce != nonce) {
+    problem = "an answer to a question it was not asked (wrong nonce: a forged or stale result)";
+    return std::nullopt;
+  }
+  std::optional<ClauseResult> result = decode_result(encoded);
+  if (!result) {
+    problem = "an answer whose result cannot be decoded";
+    return std::nullopt;
+  }
+  if (result->clause != job.clause || result->backend != job.backend) {
+    problem = "a result for " + result->clause->id + " on " +
+              std::string(to_string(result->backend)) + ", not for " + job.clause->id + " on " +
+              std::string(to_string(job.backend));
+    return std::nullopt;
+  }
+  // The level is the parent's to decide (from the declaration it read); a child cannot
+  // promote or demote its own clause.
+  result->level = job.level;
+  return result;
+}
+
+std::string seconds_text(std::chrono::milliseconds timeout) {
+  return std::to_string(timeout.count() / 1000) + " s";
+}
+
+ChildOptions child_options(const SchedulerSettings& settings, bool worker) {
+  ChildOptions options;
+  options.result_channel = true;
+  options.command_channel = worker;
+  options.memory_limit_bytes = settings.memory_limit_bytes;
+  return options;
+}
+
+// The result of a child that ended, or was killed, without a trustworthy answer.
+ClauseResult ended_without_answer(const ClauseJob& job, const ChildEnd& end, std::string output,
+                                  const SchedulerSettings& settings) {
+  switch (end.kind) {
+    case ChildEnd::Kind::timed_out:
+      return failure(job, Outcome::timeout,
+                     "no answer within " + seconds_text(settings.timeout) +
+                         ": the plugin hangs (its process group was killed)",
+                     std::move(output), end.duration_ms);
+    case ChildEnd::Kind::signaled:
+      return failure(job, Outcome::crash,
+                     "the plugin crashed the process: " + describe_signal(end.signal),
+                     std::move(output), end.duration_ms);
+    case ChildEnd::Kind::exited:
+      if (end.exit_status == kExitCannotLoad) {
+        return failure(job, Outcome::crash, "the process could not load the plugin",
+                       std::move(output), end.duration_ms);
+      }
+      if (end.exit_status == kExitChannelLost) {
+        return failure(job, Outcome::crash,
+                       "the plugin closed or replaced the process's result channel",
+                       std::move(output), end.duration_ms);
+      }
+      return failure(job, Outcome::crash,
+                     "the process ended (exit status " + std::to_string(end.exit_status) +
+                         ") without reporting a result",
+                     std::move(output), end.duration_ms);
+    case ChildEnd::Kind::killed:
+    case ChildEnd::Kind::lost:
+      break;
+  }
+  return failure(job, Outcome::crash, "the process " + end.describe(), std::move(output),
+                 end.duration_ms);
+}
+
+// --- backend isolation: one worker per backend
+// ----------------------------------------------------
+
+void run_with_workers(const std::vector<ClauseJob>& jobs, const SchedulerSettings& settings,
+                      const std::vector<std::size_t>& order, std::vector<ClauseResult>& results,
+                      const std::function<void(const ClauseResult&)>& on_result) {
+  std::optional<ChildProcess> worker;
+  auto retire = [&] {
+    if (worker) worker->kill();
+    worker.reset();
+    kill_stray_children();
+  };
+  for (const std::size_t index : order) {
+    const ClauseJob& job = jobs[index];
+    if (!worker) {
+      try {
+        worker.emplace(ChildProcess::fork([&settings] { return worker_main(settings.plugin_path); },
+                                          child_options(settings, true)));
+      } catch (const std::exception& error) {
+        results[index] =
+            failure(job, Outcome::crash,
+                    std::string("no worker process could be started: ") + error.what(), "", 0.0);
+        if (on_result) on_result(results[index]);
+        continue;
+      }
+    }
+    const std::string nonce = fresh_nonce();
+    const auto started = Clock::now();
+    worker->send_command(encode_command({nonce, job.clause, job.backend}));
+    const FrameWait wait = worker->wait_for_frame(started + settings.timeout);
+    const double elapsed =
+        std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+    std::string output = worker->take_output().text();
+    std::string problem;
+    switch (wait.status) {
+      case FrameWait::Status::frame:
+        if (std::optional<ClauseResult> result = accept(wait.payload, job, nonce, problem)) {
+          result->output = std::move(output);
+          results[index] = std::move(*result);
+          break;
+        }
+        results[index] =
+            failure(job, Outcome::crash,
+                    "the process running the plugin sent " + problem + " (the worker was replaced)",
+                    std::move(output), elapsed);
+        retire();
+        break;
+      case FrameWait::Status::garbage:
+        results[index] = failure(job, Outcome::crash,
+                                 "the process running the plugin wrote garbage on its result "
+                                 "channel (" +
+                                     wait.problem + ")",
+                                 std::move(output), elapsed);
+        retire();
+        break;
+      case FrameWait::Status::child_ended:
+        results[index] = ended_without_answer(job, *worker->end(), std::move(output), settings);
+        retire();
+        break;
+      case FrameWait::Status::deadline: {
+        worker->kill();
+        ChildEnd end = *worker->end();
+        end.kind = ChildEnd::Kind::timed_out;
+        end.duration_ms = elapsed;
+        results[index] = ended_without_answer(job, end, std::move(output), settings);
+        retire();
+        break;
+      }
+    }
+    if (on_result) on_result(results[index]);
+  }
+  if (worker) {
+    worker->close_command_channel();
+    worker->wait(settings.timeout);
+    retire();
+  }
+}
+
+// --- clause isolation: one process per job -------------------------------------------------------
+
+struct Running {
+  std::size_t index;
+  std::string nonce;
+  Clock::time_point deadline;
+  ChildProcess child;
+};
+
+ClauseResult finish(const ClauseJob& job, Running& running, const SchedulerSettings& settings) {
+  const ChildEnd end = running.child.wait(running.deadline);
+  std::string output = running.child.output().text();
+  if (end.kind == ChildEnd::Kind::exited && end.exit_status == 0) {
+    std::string problem;
+    if (const std::optional<std::string> payload =
+            decode_frame(running.child.result_bytes(), problem)) {
+      if (std::optional<ClauseResult> result = accept(*payload, job, running.nonce, problem)) {
+        result->output = std::move(output);
+        return std::move(*result);
+      }
+    }
+    return failure(
+        job, Outcome::crash,
+        "the process running the plugin did not send exactly one result (" + problem + ")",
+        std::move(output), end.duration_ms);
+  }
+  return ended_without_answer(job, end, std::move(output), settings);
+}
+
+void run_one_per_clause(const std::vector<ClauseJob>& jobs, const SchedulerSettings& settings,
+                        const std::vector<std::size_t>& order, std::size_t parallel,
+                        std::vector<ClauseResult>& results,
+                        const std::function<void(const ClauseResult&)>& on_result) {
+  std::vector<Running> running;
+  std::size_t next = 0;
+  while (next < order.size() || !running.empty()) {
+    while (next < order.size() && running.size() < parallel) {
+      const std::size_t index = order[next++];
+      const ClauseJob job = jobs[index];
+      const std::string nonce = fresh_nonce();
+      try {
+        ChildProcess child = ChildProcess::fork(
+            [&settings, job, nonce] {
+              const std::optional<PluginSubject> subject = load_in_child(settings.plugin_path);
+              if (!subject) return kExitCannotLoad;
+              answer(*subject, Command{nonce, job.clause, job.backend});
+              return 0;
+            },
+            child_options(settings, false));
+        running.push_back({index, nonce, Clock::now() + settings.timeout, std::move(child)});
+      } catch (const std::exception& error) {
+        results[index] =
+            failure(job, Outcome::crash,
+                    std::string("no process could be started: ") + error.what(), "", 0.0);
+        if (on_result) on_result(results[index]);
+      }
+    }
+    if (running.empty()) continue;
+    Clock::time_point earliest = running.front().deadline;
+    std::vector<ChildProcess*> children;
+    for (Running& r : running) {
+      children.push_back(&r.child);
+      earliest = std::min(earliest, r.deadline);
+    }
+    wait_any(children, earliest);
+    const auto now = Clock::now();
+    for (auto it = running.begin(); it != running.end();) {
+      if (it->child.running() && now < it->deadline) {
+        ++it;
+        continue;
+      }
+      results[it->index] = finish(jobs[it->index], *it, settings);
+      if (on_result) on_result(results[it->index]);
+      it = running.erase(it);
+      kill_stray_children();
+    }
+  }
+}
+
+// --- in-process ----------------------------------------------------------------------------------
+
+void run_in_this_process(const std::vector<ClauseJob>& jobs, const SchedulerSettings& settings,
+                         std::vector<ClauseResult>& results,
+                         const std::function<void(const ClauseResult&)>& on_result) {
+  std::optional<PluginSubject> subject;
+  std::string why;
+  try {
+    subject = subject_from_library(load_plugin(settings.plugin_path));
+  } catch (const std::exception& error) {
+    why = error.what();
+  }
+  for (std::size_t index = 0; index < jobs.size(); ++index) {
+    const ClauseJob& job = jobs[index];
+    if (!subject) {
+      results[index] = failure(job, Outcome::crash, "could not load the plugin: " + why, "", 0.0);
+    } else {
+      try {
+        results[index] = evaluate(*subject, *job.clause, *make_backend(job.backend));
+      } catch (...) {
+        results[index] =
+            backend_not_available(*subject, *job.clause, job.backend, describe_current_exception());
+      }
+      results[index].level = job.level;
+    }
+    if (on_result) on_result(results[index]);
+  }
+}
+
+}  // namespace
+
+std::vector<ClauseResult> run_clause_jobs(
+    const std::vector<ClauseJob>& jobs, const SchedulerSettings& settings,
+    const std::function<void(const ClauseResult&)>& on_result) {
+  std::vector<ClauseResult> results(jobs.size());
+  if (settings.isolation == Isolation::in_process) {
+    run_in_this_process(jobs, settings, results, on_result);
+    return results;
+  }
+  // One backend after the other: GPU memory figures are device-wide, and the fake's clauses are
+  // fast enough not to need the GPU's company.
+  for (const BackendKind backend : kBackendKinds) {
+    std::vector<std::size_t> order;
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      if (jobs[i].backend == backend) order.push_back(i);
+    }
+    if (order.empty()) continue;
+    if (settings.isolation == Isolation::backend) {
+      run_with_workers(jobs, settings, order, results, on_result);
+    } else {
+      const std::size_t parallel =
+          backend == BackendKind::fake ? std::max<std::size_t>(settings.parallel_fake, 1) : 1;
+      run_one_per_clause(jobs, settings, order, parallel, results, on_result);
+    }
+  }
+  return results;
+}
+
+}  // namespace emm::conformance

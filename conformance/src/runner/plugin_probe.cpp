@@ -1,0 +1,138 @@
+#include "emm/conformance/plugin_probe.hpp"
+
+#include "emm/conformance/child_process.hpp"
+#include "emm/conformance/clause_run.hpp"
+#include "emm/errors.hpp"
+#include "emm/plugin_loader.hpp"
+#include "runner/field_codec.hpp"
+
+namespace emm::conformance {
+namespace {
+
+using namespace field_codec;
+
+constexpr std::string_view kMagic = "EMMLOAD1\n";
+
+std::string encode(const ProbeResult& probe) {
+  std::string out(kMagic);
+  put(out, probe.loaded ? "loaded" : "failed");
+  put(out, probe.failure);
+  put(out, probe.description.name);
+  put(out, probe.description.defer_cleanup_behaviour);
+  std::vector<std::string> declared;
+  for (const CapabilityField& field : kCapabilityFields) {
+    if (emm::declared(probe.description.capabilities, field)) declared.emplace_back(field.name);
+  }
+  put_list(out, declared);
+  put(out, probe.interface_version ? std::to_string(*probe.interface_version) : "");
+  put(out, probe.interface_problem);
+  return out;
+}
+
+std::optional<ProbeResult> decode(std::string_view in, const std::string& path) {
+  if (!in.starts_with(kMagic)) return std::nullopt;
+  in.remove_prefix(kMagic.size());
+  ProbeResult probe;
+  std::string status, version;
+  std::vector<std::string> declared;
+  if (!take(in, status) || !take(in, probe.failure) || !take(in, probe.description.name) ||
+      !take(in, probe.description.defer_cleanup_behaviour) || !take_list(in, declared) ||
+      !take(in, version) || !take(in, probe.interface_problem) || !in.empty()) {
+    return std::nullopt;
+  }
+  if (status != "loaded" && status != "failed") return std::nullopt;
+  probe.loaded = status == "loaded";
+  probe.description.path = path;
+  probe.description.capabilities = Capabilities{.runs_on_fake_driver = false};
+  for (const std::string& name : declared) {
+    const CapabilityField* field = find_capability(name);
+    if (field == nullptr) return std::nullopt;
+    probe.description.capabilities.*field->flag = true;
+  }
+  if (!version.empty()) {
+    try {
+      std::size_t used = 0;
+      probe.interface_version = std::stoi(version, &used);
+      if (used != version.size()) return std::nullopt;
+    } catch (...) {
+      return std::nullopt;
+    }
+  }
+  return probe;
+}
+
+}  // namespace
+
+ProbeResult probe_plugin_in_process(const std::string& path) {
+  ProbeResult probe;
+  LoadedPlugin plugin;
+  try {
+    plugin = load_plugin(path);
+  } catch (const std::exception& error) {
+    probe.failure = error.what();
+    return probe;
+  }
+  probe.loaded = true;
+  probe.description = PluginDescription::from(plugin.declaration(), path);
+  try {
+    const std::unique_ptr<BaseCUDAMemoryManager> instance = plugin.factory()(nullptr);
+    if (instance) {
+      probe.interface_version = instance->interface_version();
+    } else {
+      probe.interface_problem = "the factory returned null for a null context";
+    }
+  } catch (...) {
+    probe.interface_problem =
+        "a null-context instance could not be asked: " + describe_current_exception();
+  }
+  return probe;
+}
+
+ProbeResult probe_plugin(const std::string& path, const ProbeSettings& settings) {
+  ProbeResult failed;
+  ChildOptions options;
+  options.result_channel = true;
+  options.memory_limit_bytes = settings.memory_limit_bytes;
+  std::optional<ChildProcess> child;
+  try {
+    child.emplace(ChildProcess::fork(
+        [&path] {
+          send_result_frame(encode(probe_plugin_in_process(path)));
+          return 0;
+        },
+        options));
+  } catch (const std::exception& error) {
+    failed.failure = std::string("no process could be started to load it: ") + error.what();
+    return failed;
+  }
+  const ChildEnd end = child->wait(settings.timeout);
+  kill_stray_children();
+  std::string output = child->output().tail(1500);
+  while (!output.empty() && (output.back() == '\n' || output.back() == '\r')) output.pop_back();
+  const std::string printed = output.empty() ? "" : "; it printed: " + output;
+  std::string problem;
+  std::optional<std::string> payload = decode_frame(child->result_bytes(), problem);
+  if (end.kind == ChildEnd::Kind::exited && end.exit_status == 0 && payload) {
+    if (std::optional<ProbeResult> probe = decode(*payload, path)) {
+      if (!probe->loaded) probe->failure += printed;
+      return *probe;
+    }
+    problem = "it answered with something that is not a load report";
+  }
+  if (end.kind == ChildEnd::Kind::timed_out) {
+    failed.failure = "loading it did not finish within " +
+                     std::to_string(settings.timeout.count() / 1000) +
+                     " s (a static initialiser or the entry point hangs)" + printed;
+  } else if (end.kind == ChildEnd::Kind::exited && end.exit_status == 0) {
+    failed.failure =
+        "the process that loaded it ended without a load report (" + problem + ")" + printed;
+  } else {
+    failed.failure = "the process that loaded it " + end.describe() +
+                     " before it could report (a static initialiser or the entry point ended "
+                     "it)" +
+                     printed;
+  }
+  return failed;
+}
+
+}  // namespace emm::conformance
