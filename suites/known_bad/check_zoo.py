@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """Runs one row of the known-bad plugin zoo (manifest.tsv) through emm-certify and checks it.
 
+The known-good set (suites/known_good/manifest.tsv, the same columns, every row CERTIFIED) is
+run by this script too, with --suite known_good; on a GPU machine with --backend gpu.
+
 For a plugin row it runs
 
-    emm-certify --plugin LIB --backend fake --json REPORT [ARGS]
+    emm-certify --plugin LIB --backend BACKEND --json REPORT [ARGS]     (BACKEND: fake by default)
 
-and asserts, on the fake backend:
+and asserts, on that backend:
   * the exit code (0 for CERTIFIED, 1 for NOT CERTIFIED) and the JSON verdict;
   * the target clause's outcome (fail | crash | timeout) and its message naming the clause;
   * every pinned clause (must_pass) is `pass`, and every `also` clause has its outcome;
@@ -14,7 +17,8 @@ and asserts, on the fake backend:
 For a load_error row (REG-6) it asserts exit 2 and a message saying the plugin could not be
 loaded, with the PluginLoadError text and the cause.
 
-Exit status 0 when every assertion holds; otherwise each failed assertion is printed, naming the
+Exit status 0 when every assertion holds; 77 (skipped) when the backend could not run, with
+emm-certify's reason (no GPU); otherwise 1, and each failed assertion is printed, naming the
 clause, what was expected and what was seen.
 """
 
@@ -24,7 +28,7 @@ import os
 import subprocess
 import sys
 
-FAKE = "fake"
+SKIPPED = 77
 OUTCOMES = {"pass", "fail", "not_supported", "crash", "timeout"}
 
 
@@ -71,8 +75,8 @@ def plugin_clauses(certify):
 
 
 class Checker:
-    def __init__(self, test):
-        self.test = test
+    def __init__(self, suite, test):
+        self.name = f"{suite}.{test}"
         self.failures = []
 
     def expect(self, condition, message):
@@ -81,17 +85,18 @@ class Checker:
 
     def finish(self, context):
         if self.failures:
-            print(f"known_bad.{self.test}: {len(self.failures)} assertion(s) failed")
+            print(f"{self.name}: {len(self.failures)} assertion(s) failed")
             for failure in self.failures:
                 print(f"  - {failure}")
             print(context)
             return 1
-        print(f"known_bad.{self.test}: ok")
+        print(f"{self.name}: ok")
         return 0
 
 
 def check_load_error(row, args, checker):
-    command = [args.certify, "--plugin", args.plugin, "--backend", FAKE] + split_list_args(row)
+    command = ([args.certify, "--plugin", args.plugin, "--backend", args.backend] +
+               split_list_args(row))
     run = subprocess.run(command, capture_output=True, text=True, timeout=300)
     output = run.stdout + run.stderr
     checker.expect(run.returncode == 2,
@@ -117,22 +122,28 @@ def check_report(row, args, checker):
     report_path = os.path.join(args.work_dir, f"{row['test']}.json")
     if os.path.exists(report_path):
         os.remove(report_path)
-    command = ([args.certify, "--plugin", args.plugin, "--backend", FAKE, "--json", report_path] +
-               split_list_args(row))
+    command = ([args.certify, "--plugin", args.plugin, "--backend", args.backend, "--json",
+                report_path] + split_list_args(row))
     run = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout)
     context = (f"command: {' '.join(command)}\nexit code: {run.returncode}\n"
                f"output (last 4000 characters):\n{(run.stdout + run.stderr)[-4000:]}")
 
-    certified = row["verdict"] == "CERTIFIED"
-    checker.expect(run.returncode == (0 if certified else 1),
-                   f"expected exit code {0 if certified else 1} ({row['verdict']}), "
-                   f"got {run.returncode}")
     try:
         with open(report_path, encoding="utf-8") as report_file:
             report = json.load(report_file)
     except (OSError, ValueError) as error:
         checker.expect(False, f"no readable JSON report at {report_path}: {error}")
         return checker.finish(context)
+    for backend in report.get("backends", []):
+        if backend.get("name") == args.backend and not backend.get("ran"):
+            print(f"{checker.name}: skipped: the {args.backend} backend did not run: "
+                  f"{backend.get('reason', 'no reason given')}")
+            return SKIPPED
+
+    certified = row["verdict"] == "CERTIFIED"
+    checker.expect(run.returncode == (0 if certified else 1),
+                   f"expected exit code {0 if certified else 1} ({row['verdict']}), "
+                   f"got {run.returncode}")
 
     checker.expect(report.get("verdict") == row["verdict"],
                    f"expected verdict {row['verdict']!r}, the report says "
@@ -142,10 +153,11 @@ def check_report(row, args, checker):
 
     results = {}
     for result in report.get("results", []):
-        if result.get("backend") != FAKE:
+        if result.get("backend") != args.backend:
             continue
         clause = result.get("clause")
-        checker.expect(clause not in results, f"{clause}: two results on the fake backend")
+        checker.expect(clause not in results,
+                       f"{clause}: two results on the {args.backend} backend")
         checker.expect(result.get("outcome") in OUTCOMES,
                        f"{clause}: outcome {result.get('outcome')!r} is not one of the spec's")
         results[clause] = result
@@ -162,7 +174,8 @@ def check_report(row, args, checker):
     # The report is complete: every plugin clause has a result, also after a crash or timeout.
     catalogue = plugin_clauses(args.certify)
     missing = sorted(set(catalogue) - set(results))
-    checker.expect(not missing, f"the report lacks plugin clauses on the fake backend: {missing}")
+    checker.expect(not missing,
+                   f"the report lacks plugin clauses on the {args.backend} backend: {missing}")
 
     target = row["clause"]
     also = {}
@@ -194,10 +207,10 @@ def check_report(row, args, checker):
     pinned = split_list(row["must_pass"])
     if pinned == ["*"]:
         pinned = [c for c in catalogue if c != target and c not in also]
+    why = "pinned, unrelated to the defect" if target != "-" else "a correct plugin"
     for clause in pinned:
         checker.expect(outcome(clause) == "pass",
-                       f"{clause} (pinned, unrelated to the defect): expected pass, got "
-                       f"{describe(clause)}")
+                       f"{clause} ({why}): expected pass, got {describe(clause)}")
     return checker.finish(context)
 
 
@@ -209,13 +222,17 @@ def main():
     parser.add_argument("--test", required=True, help="the manifest row (its test column)")
     parser.add_argument("--work-dir", required=True, help="where the JSON reports go")
     parser.add_argument("--timeout", type=int, default=540, help="seconds for emm-certify")
+    parser.add_argument("--backend", default="fake", choices=("fake", "gpu"),
+                        help="the backend to certify on")
+    parser.add_argument("--suite", default="known_bad",
+                        help="the CTest name prefix in messages (known_bad, known_good)")
     args = parser.parse_args()
 
     rows = read_manifest(args.manifest)
     if args.test not in rows:
         raise SystemExit(f"{args.manifest} has no row {args.test!r}")
     row = rows[args.test]
-    checker = Checker(args.test)
+    checker = Checker(args.suite, args.test)
     if row["outcome"] == "load_error":
         return check_load_error(row, args, checker)
     return check_report(row, args, checker)

@@ -42,7 +42,10 @@ struct Capabilities {
   // handles must carry offsets, IPC-2).
   bool pooling = false;
   // Keeps no memory it no longer hands out: once the last reference to an allocation is gone
-  // and the next flush point has passed (spec §4 DEFER-4), its memory is back with the driver.
+  // and the next flush point has passed, its memory is back with the driver. The flush points
+  // are the host's: HostOnlyCUDAMemoryManager's queue being flushed, or reset(); a plugin
+  // without that queue has none in between, so it frees at release (or when its last
+  // defer_cleanup guard ends).
   // Declaring it makes the driver's figures evidence (FIN-1, FIN-5, DEFER-2, DEFER-4); a plugin
   // that caches or pools freed memory until reset() leaves it false (spec §7).
   bool no_caching = false;
