@@ -14,6 +14,7 @@
 #include "emm/conformance/child_process.hpp"
 #include "emm/conformance/clause_scheduler.hpp"
 #include "emm/conformance/plugin_probe.hpp"
+#include "emm/conformance/report_index.hpp"
 #include "emm/conformance/report_paths.hpp"
 #include "emm/conformance/report_writers.hpp"
 #include "emm/conformance/text_escaping.hpp"
@@ -158,11 +159,59 @@ std::vector<ClauseResult> not_run(const std::vector<const Clause*>& clauses,
   return results;
 }
 
+// `emm-certify report REPORT.json... --html INDEX.html`: one page over many certificates.
+int report_main(std::span<const std::string_view> args, std::ostream& out, std::ostream& err) {
+  std::vector<std::string> inputs;
+  std::string html;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--html" && i + 1 < args.size() && !args[i + 1].empty()) {
+      html = std::string(args[++i]);
+    } else if (args[i].starts_with("--html=") && args[i].size() > 7) {
+      html = std::string(args[i].substr(7));
+    } else if (args[i].starts_with("-")) {
+      err << "emm-certify report: unknown argument '" << visible_text(args[i])
+          << "'\n\nusage: emm-certify report REPORT.json... --html INDEX.html\n";
+      return kExitUsage;
+    } else {
+      inputs.emplace_back(args[i]);
+    }
+  }
+  if (inputs.empty() || html.empty()) {
+    err << "emm-certify report: needs at least one JSON report and --html FILE\n\n"
+           "usage: emm-certify report REPORT.json... --html INDEX.html\n";
+    return kExitUsage;
+  }
+  try {
+    ReportPaths paths;
+    paths.html = html;
+    check_report_paths(paths, "");
+  } catch (const UsageError& error) {
+    err << "emm-certify report: " << error.what() << "\n";
+    return kExitUsage;
+  }
+  std::vector<IndexEntry> entries;
+  bool all_read = true;
+  for (const std::string& input : inputs) {
+    entries.push_back(read_index_entry(input));
+    if (!entries.back().problem.empty()) {
+      err << "emm-certify report: " << visible_text(input) << " "
+          << visible_text(entries.back().problem) << "\n";
+      all_read = false;
+    }
+  }
+  if (!write_file(html, index_html(entries), err)) return kExitUsage;
+  out << "emm-certify report: " << entries.size() << " report(s) in " << visible_text(html) << "\n";
+  return all_read ? kExitCertified : kExitUsage;
+}
+
 }  // namespace
 
 int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   ensure_standard_descriptors();
   const std::vector<std::string_view> args(argv + 1, argv + argc);
+  if (!args.empty() && args.front() == "report") {
+    return report_main(std::span(args).subspan(1), out, err);
+  }
   CertifyOptions options;
   try {
     options = parse_certify_args(args);

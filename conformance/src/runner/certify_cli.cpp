@@ -80,6 +80,7 @@ std::string certify_usage() {
          "  --in-process        run every clause in emm-certify's own process (for gdb and\n"
          "                      sanitizers; a crashing plugin then takes emm-certify down)\n"
          "  --list              print the catalogue (id, level, target, optional, title) and exit\n"
+         "  report ... --html   one HTML page over many JSON reports (a matrix for CI dashboards)\n"
          "Every report path is checked before any clause runs.\n"
          "\n"
          "Exit status:\n"

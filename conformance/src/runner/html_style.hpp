@@ -15,7 +15,7 @@ inline constexpr std::string_view kHtmlStyle =
     "h1{font-size:1.5em}h2{font-size:1.15em;margin-top:1.6em}"
     "table{border-collapse:collapse;margin:.5em 0}"
     "th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}"
-    "th{background:#f3f3f3}"
+    "th{background:#f3f3f3}.matrix th,.matrix td:first-child{white-space:nowrap}"
     ".verdict{font-size:1.3em;font-weight:bold;padding:.5em 1em;display:inline-block}"
     ".certified{background:#d8f5d8;color:#0b5d0b}.partial{background:#fff2c8;color:#6b5000}"
     ".not-certified{background:#fbd6d6;color:#8a0000}"
