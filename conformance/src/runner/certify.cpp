@@ -1,6 +1,7 @@
 #include "emm/conformance/certify.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -312,6 +313,18 @@ int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   if (!paths.junit.empty()) written &= write_file(paths.junit, to_junit(certificate), err);
   if (!paths.markdown.empty()) written &= write_file(paths.markdown, to_markdown(certificate), err);
   if (!paths.html.empty()) written &= write_file(paths.html, to_html(certificate), err);
+  if (!paths.logs.empty()) {
+    if (::mkdir(paths.logs.c_str(), 0755) != 0 && errno != EEXIST) {
+      err << "emm-certify: cannot make " << paths.logs << " (" << std::strerror(errno) << ")\n";
+      written = false;
+    }
+    for (const ClauseResult& r : certificate.report.results) {
+      if (r.output.empty()) continue;
+      written &= write_file(
+          paths.logs + "/" + r.clause->id + "." + std::string(to_string(r.backend)) + ".log",
+          r.output, err);
+    }
+  }
   const int status = certificate.verdict.exit_status();
   // A report that could not be written does not hide a verdict against the plugin; it only
   // keeps a certificate from being claimed without its report.

@@ -56,6 +56,7 @@ std::string_view to_string(Isolation isolation) noexcept {
 std::string certify_usage() {
   return "usage: emm-certify --plugin PATH [--backend fake|gpu|all] [--only ID[,ID...]]\n"
          "                   [--json FILE] [--junit FILE] [--markdown FILE] [--html FILE]\n"
+      "                   [--logs DIR]\n"
          "                   [--timeout-s N] [--memory-limit SIZE|none]\n"
          "                   [--isolation backend|clause] [--in-process] [--list] [--help]\n"
          "\n"
@@ -70,6 +71,8 @@ std::string certify_usage() {
          "  --junit FILE        write JUnit XML (one testcase per clause and backend)\n"
          "  --markdown FILE     write the Markdown certificate\n"
          "  --html FILE         write the HTML certificate (one self-contained file)\n"
+      "  --logs DIR          write each clause's complete stdout and stderr to\n"
+      "                      DIR/<ID>.<backend>.log (the reports keep them too)\n"
          "  --timeout-s N       seconds each clause (and loading the plugin) may take (60)\n"
          "  --memory-limit S    data-segment limit of each process that runs plugin code: 16G,\n"
          "                      512M, a byte count, or none (default 16G; none in sanitizer "
@@ -170,6 +173,9 @@ CertifyOptions parse_certify_args(std::span<const std::string_view> args) {
                           : arg == "--html"  ? options.reports.html
                                              : options.reports.markdown;
       path = value();
+    } else if (arg == "--logs") {
+      once();
+      options.reports.logs = value();
     } else if (arg == "--timeout-s") {
       once();
       const std::string text = value();

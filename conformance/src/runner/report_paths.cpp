@@ -72,7 +72,30 @@ std::optional<FileIdentity> check_one(std::string_view flag, const std::string& 
 
 }  // namespace
 
+// The --logs directory: an existing writable directory, or one that can be made in an existing
+// writable parent.
+void check_logs_directory(const std::string& path) {
+  const std::string where = "--logs " + path + ": ";
+  struct stat info {};
+  if (::stat(path.c_str(), &info) == 0) {
+    if (!S_ISDIR(info.st_mode)) throw UsageError(where + "is not a directory");
+    if (::access(path.c_str(), W_OK | X_OK) != 0) {
+      throw UsageError(where + "does not accept new files" + os_reason(errno));
+    }
+    return;
+  }
+  const std::string parent = directory_of(path);
+  if (::stat(parent.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+    throw UsageError(where + "cannot be made: the directory " + parent + " does not exist" +
+                     os_reason(ENOENT));
+  }
+  if (::access(parent.c_str(), W_OK | X_OK) != 0) {
+    throw UsageError(where + "cannot be made in " + parent + os_reason(errno));
+  }
+}
+
 void check_report_paths(const ReportPaths& reports, const std::string& plugin_path) {
+  if (!reports.logs.empty()) check_logs_directory(reports.logs);
   std::optional<FileIdentity> plugin;
   struct stat info {};
   if (::stat(plugin_path.c_str(), &info) == 0) plugin = FileIdentity{info.st_dev, info.st_ino};

@@ -1,7 +1,7 @@
 // emm/conformance/certify_cli.hpp — emm-certify's command line (spec §5).
 //
 //   emm-certify --plugin PATH [--backend fake|gpu|all] [--only ID[,ID...]]
-//               [--json FILE] [--junit FILE] [--markdown FILE] [--html FILE]
+//               [--json FILE] [--junit FILE] [--markdown FILE] [--html FILE] [--logs DIR]
 //               [--timeout-s N] [--memory-limit SIZE|none] [--isolation backend|clause]
 //               [--in-process] [--list] [--help]
 //
@@ -47,6 +47,9 @@ struct ReportPaths {
   std::string junit;
   std::string markdown;
   std::string html;
+  // A directory for each clause's complete output, one file per (clause, backend):
+  // <logs>/<ID>.<backend>.log.
+  std::string logs;
 };
 
 struct CertifyOptions {
