@@ -2,8 +2,8 @@
 // point (locking, call counting, fault injection), and what a test can observe of it.
 //
 // Error codes follow what the real driver answered in a probe on an H100 (CUDA 13.0 toolkit
-// headers, driver 580); the few places where the fake is deliberately stricter or kinder are
-// listed in fake_driver.hpp.
+// headers, driver 580); docs/fake-vs-gpu.md lists every place where the fake could differ,
+// including the few where it is deliberately stricter or kinder.
 #include "fake_process.hpp"
 
 #include <algorithm>
