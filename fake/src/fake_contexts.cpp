@@ -53,11 +53,16 @@ int FakeDriver::Process::require_context(DriverCall call) const {
          "no CUDA context is current on this thread; make the device's primary context current "
          "first (cuCtxSetCurrent, emm::Context::make_current)");
   }
-  if (!context_live[static_cast<std::size_t>(*device)]) {
+  const auto index = static_cast<std::size_t>(*device);
+  if (!context_live[index]) {
     fail(call, CUDA_ERROR_CONTEXT_IS_DESTROYED,
          "the current context, the primary context of device " + std::to_string(*device) +
-             ", was destroyed (its last retain was released, or cuDevicePrimaryCtxReset) and "
-             "everything in it freed; retain it again (cuDevicePrimaryCtxRetain) before using it");
+             (context_was_live[index]
+                  ? ", was destroyed (its last retain was released, or cuDevicePrimaryCtxReset) "
+                    "and everything in it freed; retain it again (cuDevicePrimaryCtxRetain) "
+                    "before using it"
+                  : ", was never retained in this process; retain it (cuDevicePrimaryCtxRetain) "
+                    "and make the handle it returns current"));
   }
   return *device;
 }
@@ -69,6 +74,7 @@ CUcontext FakeDriver::primary_ctx_retain(int device) {
   process_->check_device(Call::cuDevicePrimaryCtxRetain, device);
   // A destroyed context comes back fresh, with nothing in it, under the same handle.
   process_->context_live[static_cast<std::size_t>(device)] = true;
+  process_->context_was_live[static_cast<std::size_t>(device)] = true;
   ++process_->retains[static_cast<std::size_t>(device)];
   return reinterpret_cast<CUcontext>(kPrimaryContextBase + static_cast<std::uintptr_t>(device));
 }

@@ -41,7 +41,8 @@ FakeDriver::Process::Process(fake_detail::SystemState& system_state)
     : system(system_state),
       serial(g_next_process_serial.fetch_add(1)),
       retains(system_state.devices.size(), 0),
-      context_live(system_state.devices.size(), false) {}
+      context_live(system_state.devices.size(), false),
+      context_was_live(system_state.devices.size(), false) {}
 
 std::unique_lock<std::mutex> FakeDriver::Process::enter(DriverCall call) {
   std::unique_lock lock(system.mutex);

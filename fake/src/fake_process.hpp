@@ -174,6 +174,7 @@ struct FakeDriver::Process {
   // Per device: whether the primary context exists (retained since it was last destroyed). Its
   // handle stays the same; a destroyed one that is current answers CUDA_ERROR_CONTEXT_IS_DESTROYED.
   std::vector<bool> context_live;
+  std::vector<bool> context_was_live;  // per device: retained at least once
   // Start address -> device, of what destroyed contexts took with them and is not reused yet.
   std::map<std::uintptr_t, int> destroyed;
   FakeDriver::ContextReclaims reclaimed;

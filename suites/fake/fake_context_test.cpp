@@ -110,6 +110,20 @@ TEST(FakeContext, UnknownContextIsInvalid) {
   EXPECT_EQ(driver->ctx_get_current(), nullptr);
 }
 
+TEST(FakeContext, APrimaryContextNeverRetainedInThisProcessIsNotActive) {
+  // Handles are per device, so another process's handle names this process's context too.
+  auto driver = current_process();
+  auto other = driver->spawn_process();
+  other->ctx_set_current(driver->ctx_get_current());
+  EXPECT_FALSE(other->primary_ctx_active(0));
+  EMM_EXPECT_DRIVER_ERROR(other->mem_alloc(16), CUDA_ERROR_CONTEXT_IS_DESTROYED, "cuMemAlloc",
+                          HasSubstr("the primary context of device 0, was never retained in "
+                                    "this process"));
+  other->ctx_set_current(other->primary_ctx_retain(0));
+  other->mem_free(other->mem_alloc(16));
+  EXPECT_EQ(other->invalid_frees(), 0U);
+}
+
 TEST(FakeContext, RetainAndReleaseAreCounted) {
   auto driver = std::make_shared<FakeDriver>();
   EXPECT_EQ(driver->primary_ctx_retain_count(0), 0);
