@@ -47,10 +47,24 @@ std::optional<int> FakeDriver::Process::context_device(CUcontext context) const 
 }
 
 int FakeDriver::Process::require_context(DriverCall call) const {
-  if (const std::optional<int> device = context_device(current_context())) return *device;
-  fail(call, CUDA_ERROR_INVALID_CONTEXT,
-       "no CUDA context is current on this thread; make the device's primary context current "
-       "first (cuCtxSetCurrent, emm::Context::make_current)");
+  const std::optional<int> device = context_device(current_context());
+  if (!device) {
+    fail(call, CUDA_ERROR_INVALID_CONTEXT,
+         "no CUDA context is current on this thread; make the device's primary context current "
+         "first (cuCtxSetCurrent, emm::Context::make_current)");
+  }
+  const auto index = static_cast<std::size_t>(*device);
+  if (!context_live[index]) {
+    fail(call, CUDA_ERROR_CONTEXT_IS_DESTROYED,
+         "the current context, the primary context of device " + std::to_string(*device) +
+             (context_was_live[index]
+                  ? ", was destroyed (its last retain was released, or cuDevicePrimaryCtxReset) "
+                    "and everything in it freed; retain it again (cuDevicePrimaryCtxRetain) "
+                    "before using it"
+                  : ", was never retained in this process; retain it (cuDevicePrimaryCtxRetain) "
+                    "and make the handle it returns current"));
+  }
+  return *device;
 }
 
 // --- entry points --------------------------------------------------------------------------------
@@ -58,6 +72,9 @@ int FakeDriver::Process::require_context(DriverCall call) const {
 CUcontext FakeDriver::primary_ctx_retain(int device) {
   auto lock = process_->enter(Call::cuDevicePrimaryCtxRetain);
   process_->check_device(Call::cuDevicePrimaryCtxRetain, device);
+  // A destroyed context comes back fresh, with nothing in it, under the same handle.
+  process_->context_live[static_cast<std::size_t>(device)] = true;
+  process_->context_was_live[static_cast<std::size_t>(device)] = true;
   ++process_->retains[static_cast<std::size_t>(device)];
   return reinterpret_cast<CUcontext>(kPrimaryContextBase + static_cast<std::uintptr_t>(device));
 }
@@ -71,13 +88,17 @@ void FakeDriver::primary_ctx_release(int device) {
                   "the primary context of device " + std::to_string(device) +
                       " is not retained (more releases than retains)");
   }
-  --retains;
+  // The last release destroys the context and frees everything in it (CUDA: "The context is
+  // automatically reset once the last reference to it is released").
+  if (--retains == 0) process_->destroy_context(device);
 }
 
 void FakeDriver::primary_ctx_reset(int device) {
+  // Destroys the context but keeps the retains (CUDA: "Resetting the primary context does not
+  // release it"); the next retain makes a fresh one.
   auto lock = process_->enter(Call::cuDevicePrimaryCtxReset);
   process_->check_device(Call::cuDevicePrimaryCtxReset, device);
-  process_->release_device(device);
+  process_->destroy_context(device);
 }
 
 CUcontext FakeDriver::ctx_get_current() {
@@ -117,6 +138,15 @@ int FakeDriver::primary_ctx_retain_count(int device) const {
                                std::to_string(device));
   }
   return process_->retains[static_cast<std::size_t>(device)];
+}
+
+bool FakeDriver::primary_ctx_active(int device) const {
+  std::lock_guard lock(process_->system.mutex);
+  if (device < 0 || device >= process_->device_count()) {
+    throw InvalidArgumentError("FakeDriver::primary_ctx_active: no device " +
+                               std::to_string(device));
+  }
+  return process_->context_live[static_cast<std::size_t>(device)];
 }
 
 }  // namespace emm

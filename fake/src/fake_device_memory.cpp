@@ -1,11 +1,15 @@
 // FakeDriver: device memory — cuMemAlloc, cuMemAllocManaged, cuMemFree, cuMemGetInfo,
-// cuMemGetAddressRange — and the synchronous copies and memsets that reach it. Each allocation
+// cuMemGetAddressRange, cuPointerGetAttribute (which also answers for page-locked host memory) —
+// and the synchronous copies and memsets that reach it. Each allocation
 // is a Block of the system (fake_system_state.hpp) mapped at a simulated address of this
 // process; an IPC mapping is another mapping of the same block (fake_ipc.cpp).
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
+#include "emm/pointer_attribute.hpp"
 #include "fake_process.hpp"
 
 namespace emm {
@@ -35,6 +39,7 @@ CUdeviceptr FakeDriver::Process::allocate(DriverCall call, int device, std::size
     system.drop_block_holder(*id, true);
     out_of_memory(call, device, bytes);
   }
+  forget_destroyed(*base, bytes);
   mappings.emplace(*base, Mapping{*id, bytes, false, device});
   return *base;
 }
@@ -67,10 +72,41 @@ void FakeDriver::Process::free_device(DriverCall call, CUdeviceptr pointer) {
                      " (offset " + std::to_string(pointer - inside->first) +
                      "); free the allocation's base address");
   }
+  const std::string note = destroyed_note(pointer);
   invalid_free(call, CUDA_ERROR_INVALID_VALUE,
-               hex(pointer) +
-                   " is not a live device allocation of this process (freed twice, or never "
-                   "allocated)");
+               hex(pointer) + " is not a live device allocation of this process" +
+                   (note.empty() ? " (freed twice, or never allocated)" : note));
+}
+
+auto FakeDriver::Process::locate(std::uintptr_t address) const -> std::optional<Located> {
+  auto device = find_containing(mappings, address, [](const Mapping& m) { return m.size; });
+  if (device != mappings.end()) {
+    const Mapping& mapping = device->second;
+    const fake_detail::Block& block = system.blocks.at(mapping.block);
+    Located::Kind kind = Located::Kind::ipc_mapping;
+    if (!mapping.imported) {
+      kind = block.kind == BlockKind::managed ? Located::Kind::managed
+             : block.kind == BlockKind::pool  ? Located::Kind::pool
+                                              : Located::Kind::device;
+    }
+    return Located{kind, device->first, mapping.size, block.device};
+  }
+  // A cuMemHostAlloc(0) block still has its first byte.
+  auto allocated = find_containing(host_allocations, address, [](const HostAllocation& h) {
+    return std::max<std::size_t>(h.size, 1);
+  });
+  if (allocated != host_allocations.end()) {
+    return Located{Located::Kind::host_allocation, allocated->first, allocated->second.size,
+                   allocated->second.device};
+  }
+  // Only the registered bytes, not the rest of their pages (fake_driver.hpp).
+  auto registered =
+      find_containing(registrations, address, [](const Registration& r) { return r.size; });
+  if (registered != registrations.end()) {
+    return Located{Located::Kind::registration, registered->first, registered->second.size,
+                   registered->second.device};
+  }
+  return std::nullopt;
 }
 
 std::byte* FakeDriver::Process::resolve(CUdeviceptr address, std::size_t bytes) {
@@ -157,6 +193,53 @@ AddressRange FakeDriver::mem_get_address_range(CUdeviceptr pointer) {
                 hex(pointer) +
                     " is not inside any device allocation or mapped host range of "
                     "this process");
+}
+
+std::uint64_t FakeDriver::pointer_get_attribute(CUpointer_attribute attribute,
+                                                CUdeviceptr pointer) {
+  // Checked before the call is entered: CudaDriver refuses it without asking the driver.
+  const PointerAttribute& entry = supported_pointer_attribute(attribute, "FakeDriver");
+  constexpr Call call = Call::cuPointerGetAttribute;
+  auto lock = process_->enter(call);
+  // cuda.h: only the device pointer depends on the current context.
+  if (attribute == CU_POINTER_ATTRIBUTE_DEVICE_POINTER) process_->require_context(call);
+  const std::optional<Process::Located> found = process_->locate(pointer);
+  if (!found) {
+    Process::fail(call, CUDA_ERROR_INVALID_VALUE,
+                  std::string(entry.name) + " of " + hex(pointer) +
+                      ": CUDA did not allocate, map or register that address in this process "
+                      "(pageable host memory, or memory already freed)" +
+                      process_->destroyed_note(pointer));
+  }
+  using Kind = Process::Located::Kind;
+  const bool host = found->kind == Kind::host_allocation || found->kind == Kind::registration;
+  switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+      return host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+      // UVA: every page-locked host address is its own device address too.
+      return pointer;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+      if (host || found->kind == Kind::managed) return pointer;
+      Process::fail(call, CUDA_ERROR_INVALID_VALUE,
+                    std::string(entry.name) + " of " + hex(pointer) +
+                        ": device memory has no host address (only managed and page-locked "
+                        "host memory have one)");
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+      return found->kind == Kind::managed ? 1 : 0;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+      return static_cast<std::uint64_t>(found->device);
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+      return found->base;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+      return found->size;
+    case CU_POINTER_ATTRIBUTE_MAPPED:
+      return 1;
+    default:
+      break;
+  }
+  Process::fail(call, CUDA_ERROR_INVALID_VALUE,
+                std::string(entry.name) + " has no answer on the fake driver");
 }
 
 // --- copies --------------------------------------------------------------------------------------

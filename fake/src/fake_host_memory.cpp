@@ -1,5 +1,5 @@
-// FakeDriver: page-locked host memory — cuMemHostAlloc, cuMemFreeHost, cuMemHostRegister,
-// cuMemHostUnregister — and the device addresses of mapped host memory
+// FakeDriver: page-locked host memory — cuMemHostAlloc, cuMemFreeHost, cuMemHostGetFlags,
+// cuMemHostRegister, cuMemHostUnregister — and the device addresses of mapped host memory
 // (cuMemHostGetDevicePointer). A cuMemHostAlloc block is an anonymous mapping of whole pages;
 // its device address is its host address (UVA).
 #include <sys/mman.h>
@@ -109,6 +109,7 @@ void* FakeDriver::mem_host_alloc(std::size_t bytesize, unsigned flags) {
     Process::fail(Call::cuMemHostAlloc, CUDA_ERROR_OUT_OF_MEMORY,
                   "the host refused " + std::to_string(length) + " bytes");
   }
+  process_->forget_destroyed(reinterpret_cast<std::uintptr_t>(memory), length);
   process_->host_allocations.emplace(reinterpret_cast<std::uintptr_t>(memory),
                                      Process::HostAllocation{bytesize, length, flags, device});
   return memory;
@@ -118,10 +119,11 @@ void FakeDriver::mem_free_host(void* pointer) {
   auto lock = process_->enter(Call::cuMemFreeHost);
   auto it = process_->host_allocations.find(reinterpret_cast<std::uintptr_t>(pointer));
   if (it == process_->host_allocations.end()) {
+    const std::string note = process_->destroyed_note(reinterpret_cast<std::uintptr_t>(pointer));
     process_->invalid_free(Call::cuMemFreeHost, CUDA_ERROR_INVALID_VALUE,
                            hex(pointer) +
-                               " is not a live cuMemHostAlloc allocation of this "
-                               "process (freed twice, or never allocated)");
+                               " is not a live cuMemHostAlloc allocation of this process" +
+                               (note.empty() ? " (freed twice, or never allocated)" : note));
   }
   process_->free_host(it);
 }
@@ -157,6 +159,7 @@ void FakeDriver::mem_host_register(void* pointer, std::size_t bytesize, unsigned
                       ") overlaps memory that is already page-locked (registered or from "
                       "cuMemHostAlloc); unregister it first");
   }
+  process_->forget_destroyed(start, bytesize);
   process_->registrations.emplace(start, Process::Registration{bytesize, flags, device});
 }
 
@@ -175,10 +178,31 @@ void FakeDriver::mem_host_unregister(void* pointer) {
                            hex(pointer) + " lies inside the registration at " + hex(inside->first) +
                                "; unregister with the registered address");
   }
+  const std::string note = process_->destroyed_note(address);
   process_->invalid_free(Call::cuMemHostUnregister, CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
-                         hex(pointer) +
-                             " is not registered in this process (unregistered "
-                             "twice, or never registered)");
+                         hex(pointer) + " is not registered in this process" +
+                             (note.empty() ? " (unregistered twice, or never registered)" : note));
+}
+
+unsigned FakeDriver::mem_host_get_flags(void* pointer) {
+  auto lock = process_->enter(Call::cuMemHostGetFlags);
+  process_->require_context(Call::cuMemHostGetFlags);
+  const auto address = reinterpret_cast<std::uintptr_t>(pointer);
+  // Any byte of a live block answers (a cuMemHostAlloc(0) block: its first byte).
+  auto& allocations = process_->host_allocations;
+  auto it = find_containing(allocations, address,
+                            [](const auto& h) { return std::max<std::size_t>(h.size, 1); });
+  if (it != allocations.end()) return it->second.flags;
+  const bool registered = find_containing(process_->registrations, address, [](const auto& r) {
+                            return r.size;
+                          }) != process_->registrations.end();
+  Process::fail(Call::cuMemHostGetFlags, CUDA_ERROR_INVALID_VALUE,
+                hex(pointer) +
+                    (registered ? " is registered host memory (cuMemHostRegister), which has no "
+                                  "cuMemHostAlloc flags"
+                                : " is not inside a live cuMemHostAlloc allocation of this "
+                                  "process") +
+                    process_->destroyed_note(address));
 }
 
 CUdeviceptr FakeDriver::mem_host_get_device_pointer(void* pointer, unsigned flags) {

@@ -1,6 +1,7 @@
 // FakeDriver: IPC — cuIpcGetMemHandle, cuIpcOpenMemHandle, cuIpcCloseMemHandle. A handle
 // names the system, the block and its device, with a checksum; opening it in another process of
-// the same system maps the same block (its bytes shared) at a new address of that process.
+// the same system maps the same block (its bytes shared) at a new address of that process, once:
+// further opens there count, and the mapping goes with the last close.
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -131,11 +132,12 @@ CUdeviceptr FakeDriver::ipc_open_mem_handle(const CUipcMemHandle& handle, unsign
                   "the handle was exported by this process; CUDA opens a handle only in "
                   "another process (use the original pointer here)");
   }
-  for (const auto& [base, mapping] : process_->mappings) {
+  // A second open in one process maps nothing new: the CUDA 11+ driver counts the opens and
+  // returns the first mapping's address; it stays mapped until it is closed as often.
+  for (auto& [base, mapping] : process_->mappings) {
     if (mapping.imported && mapping.block == block_id) {
-      Process::fail(call, CUDA_ERROR_ALREADY_MAPPED,
-                    "this process has the allocation mapped at " + hex(base) +
-                        " already; close that mapping first");
+      ++mapping.opens;
+      return base;
     }
   }
   if (block->second.device != device && !system.config.peer_access) {
@@ -149,7 +151,9 @@ CUdeviceptr FakeDriver::ipc_open_mem_handle(const CUipcMemHandle& handle, unsign
     Process::fail(call, CUDA_ERROR_OUT_OF_MEMORY, "no free device address range for the mapping");
   }
   ++block->second.importers;
-  process_->mappings.emplace(*base, Process::Mapping{block_id, block->second.size, true, device});
+  process_->forget_destroyed(*base, block->second.size);
+  process_->mappings.emplace(*base,
+                             Process::Mapping{block_id, block->second.size, true, device, 1});
   return *base;
 }
 
@@ -160,8 +164,9 @@ void FakeDriver::ipc_close_mem_handle(CUdeviceptr pointer) {
     process_->invalid_free(Call::cuIpcCloseMemHandle, CUDA_ERROR_INVALID_VALUE,
                            hex(pointer) +
                                " is not the base of an open cuIpcOpenMemHandle "
-                               "mapping of this process");
+                               "mapping of this process" +
+                               process_->destroyed_note(pointer));
   }
-  process_->release_mapping(it);
+  if (--it->second.opens == 0) process_->release_mapping(it);
 }
 }  // namespace emm

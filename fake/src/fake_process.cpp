@@ -2,12 +2,13 @@
 // point (locking, call counting, fault injection), and what a test can observe of it.
 //
 // Error codes follow what the real driver answered in a probe on an H100 (CUDA 13.0 toolkit
-// headers, driver 580); the few places where the fake is deliberately stricter or kinder are
-// listed in fake_driver.hpp.
+// headers, driver 580); docs/fake-vs-gpu.md lists every place where the fake could differ,
+// including the few where it is deliberately stricter or kinder.
 #include "fake_process.hpp"
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <iterator>
 #include <sstream>
 #include <string>
@@ -39,7 +40,9 @@ using fake_detail::hex;
 FakeDriver::Process::Process(fake_detail::SystemState& system_state)
     : system(system_state),
       serial(g_next_process_serial.fetch_add(1)),
-      retains(system_state.devices.size(), 0) {}
+      retains(system_state.devices.size(), 0),
+      context_live(system_state.devices.size(), false),
+      context_was_live(system_state.devices.size(), false) {}
 
 std::unique_lock<std::mutex> FakeDriver::Process::enter(DriverCall call) {
   std::unique_lock lock(system.mutex);
@@ -94,6 +97,53 @@ void FakeDriver::Process::release_device(int device) {
   std::erase_if(events, on_device);
   std::erase_if(modules, on_device);
   std::erase_if(pools, on_device);
+}
+
+void FakeDriver::Process::destroy_context(int device) {
+  if (!context_live[static_cast<std::size_t>(device)]) return;
+  context_live[static_cast<std::size_t>(device)] = false;
+  for (const auto& [base, mapping] : mappings) {
+    if (mapping.context_device != device) continue;
+    destroyed[base] = device;
+    if (mapping.imported) {
+      ++reclaimed.ipc_mappings;
+    } else {
+      ++reclaimed.device_allocations;
+      reclaimed.device_bytes += mapping.size;
+    }
+  }
+  for (const auto& [start, allocation] : host_allocations) {
+    if (allocation.device != device) continue;
+    destroyed[start] = device;
+    ++reclaimed.host_allocations;
+  }
+  for (const auto& [start, registration] : registrations) {
+    if (registration.device != device) continue;
+    destroyed[start] = device;
+    ++reclaimed.host_registrations;
+  }
+  auto on_device = [device](const auto& entry) { return entry.second == device; };
+  reclaimed.handles +=
+      static_cast<std::size_t>(std::count_if(streams.begin(), streams.end(), on_device) +
+                               std::count_if(events.begin(), events.end(), on_device) +
+                               std::count_if(modules.begin(), modules.end(), on_device) +
+                               std::count_if(pools.begin(), pools.end(), on_device));
+  release_device(device);
+}
+
+void FakeDriver::Process::forget_destroyed(std::uintptr_t start, std::size_t size) {
+  const auto last =
+      size > UINTPTR_MAX - start ? destroyed.end() : destroyed.lower_bound(start + size);
+  destroyed.erase(destroyed.lower_bound(start), last);
+}
+
+std::string FakeDriver::Process::destroyed_note(std::uintptr_t address) const {
+  auto it = destroyed.find(address);
+  if (it == destroyed.end()) return {};
+  return " (it was freed with this process's primary context of device " +
+         std::to_string(it->second) +
+         ", which was destroyed when its last retain was released or by "
+         "cuDevicePrimaryCtxReset; free memory before its context goes)";
 }
 
 // --- construction --------------------------------------------------------------------------------
@@ -192,6 +242,11 @@ std::optional<unsigned> FakeDriver::host_allocation_flags(const void* pointer) c
   auto it = process_->host_allocations.find(reinterpret_cast<std::uintptr_t>(pointer));
   if (it == process_->host_allocations.end()) return std::nullopt;
   return it->second.flags;
+}
+
+FakeDriver::ContextReclaims FakeDriver::context_reclaims() const {
+  std::lock_guard lock(process_->system.mutex);
+  return process_->reclaimed;
 }
 
 std::optional<unsigned> FakeDriver::host_registration_flags(const void* pointer) const {

@@ -65,7 +65,8 @@ struct FakeDriver::Process {
     std::uint64_t block = 0;
     std::size_t size = 0;
     bool imported = false;   // a cuIpcOpenMemHandle mapping
-    int context_device = 0;  // the context it belongs to (cuDevicePrimaryCtxReset)
+    int context_device = 0;  // the context it belongs to (destroyed with it)
+    std::size_t opens = 1;   // imported: cuIpcOpenMemHandle calls not yet closed
   };
   struct HostAllocation {
     std::size_t size = 0;
@@ -108,9 +109,18 @@ struct FakeDriver::Process {
     return reinterpret_cast<T>(value);
   }
 
-  // Releases everything this process holds in the context of `device` (cuDevicePrimaryCtxReset,
-  // and the end of the process).
+  // Releases everything this process holds in the context of `device` (the end of the process).
   void release_device(int device);
+  // Destroys this process's primary context on `device` with everything in it, as the driver
+  // does when the last retain is released and on cuDevicePrimaryCtxReset: what it held is
+  // counted in `reclaimed` and remembered in `destroyed`, so that a later free of it is told why
+  // it fails.
+  void destroy_context(int device);
+  // Forgets the destroyed ranges that start in [start, start + size): the addresses are in use
+  // again.
+  void forget_destroyed(std::uintptr_t start, std::size_t size);
+  // " (it was freed when ...)" when `address` started something a destroyed context took.
+  std::string destroyed_note(std::uintptr_t address) const;
 
   // --- fake_contexts.cpp -------------------------------------------------------------------------
   CUcontext current_context() const;
@@ -121,6 +131,16 @@ struct FakeDriver::Process {
   int require_context(DriverCall call) const;
 
   // --- fake_device_memory.cpp --------------------------------------------------------------------
+  // What CUDA allocated, mapped or registered in this process at an address
+  // (cuPointerGetAttribute).
+  struct Located {
+    enum class Kind { device, managed, pool, ipc_mapping, host_allocation, registration };
+    Kind kind = Kind::device;
+    std::uintptr_t base = 0;
+    std::size_t size = 0;
+    int device = 0;  // of the memory, or (host memory) current when it was made
+  };
+  std::optional<Located> locate(std::uintptr_t address) const;
   [[noreturn]] void out_of_memory(DriverCall call, int device, std::size_t bytes);
   CUdeviceptr allocate(DriverCall call, int device, std::size_t bytes, fake_detail::BlockKind kind);
   void release_mapping(std::map<CUdeviceptr, Mapping>::iterator it);
@@ -151,6 +171,13 @@ struct FakeDriver::Process {
   fake_detail::SystemState& system;
   const std::uint64_t serial;  // names this process; never reused
   std::vector<int> retains;    // primary context retain counts, per device
+  // Per device: whether the primary context exists (retained since it was last destroyed). Its
+  // handle stays the same; a destroyed one that is current answers CUDA_ERROR_CONTEXT_IS_DESTROYED.
+  std::vector<bool> context_live;
+  std::vector<bool> context_was_live;  // per device: retained at least once
+  // Start address -> device, of what destroyed contexts took with them and is not reused yet.
+  std::map<std::uintptr_t, int> destroyed;
+  FakeDriver::ContextReclaims reclaimed;
   std::map<CUdeviceptr, Mapping> mappings;
   std::map<std::uintptr_t, HostAllocation> host_allocations;
   std::map<std::uintptr_t, Registration> registrations;

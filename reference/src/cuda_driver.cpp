@@ -26,12 +26,14 @@
 #include <array>
 #include <charconv>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <string>
 #include <type_traits>
 #include <utility>
 
 #include "emm/errors.hpp"
+#include "emm/pointer_attribute.hpp"
 
 namespace emm {
 
@@ -420,6 +422,55 @@ CUdeviceptr CudaDriver::mem_host_get_device_pointer(void* pointer, unsigned flag
     fail(result, DriverCall::cuMemHostGetDevicePointer, "pointer " + pointer_text(pointer));
   }
   return device_pointer;
+}
+
+unsigned CudaDriver::mem_host_get_flags(void* pointer) {
+  unsigned flags = 0;
+  if (const CUresult result = api_->cuMemHostGetFlags(&flags, pointer); result != CUDA_SUCCESS) {
+    fail(result, DriverCall::cuMemHostGetFlags, "pointer " + pointer_text(pointer));
+  }
+  return flags;
+}
+
+std::uint64_t CudaDriver::pointer_get_attribute(CUpointer_attribute attribute,
+                                                CUdeviceptr pointer) {
+  const PointerAttribute& entry = supported_pointer_attribute(attribute, "CudaDriver");
+  // Eight zeroed bytes hold every type of the table; the driver writes the leading ones.
+  std::array<unsigned char, 8> data{};
+  if (const CUresult result = api_->cuPointerGetAttribute(data.data(), attribute, pointer);
+      result != CUDA_SUCCESS) {
+    fail(result, DriverCall::cuPointerGetAttribute,
+         std::string(entry.name) + " of pointer " + pointer_text(pointer));
+  }
+  switch (entry.type) {
+    case PointerAttributeType::unsigned_int: {
+      unsigned value = 0;
+      std::memcpy(&value, data.data(), sizeof value);
+      return value;
+    }
+    case PointerAttributeType::signed_int: {
+      int value = 0;
+      std::memcpy(&value, data.data(), sizeof value);
+      return static_cast<std::uint64_t>(static_cast<std::int64_t>(value));
+    }
+    case PointerAttributeType::boolean:
+      // cuda.h says "a boolean" without a width: any byte the driver set counts.
+      return std::any_of(data.begin(), data.end(), [](unsigned char byte) { return byte != 0; })
+                 ? 1
+                 : 0;
+    case PointerAttributeType::address: {
+      static_assert(sizeof(CUdeviceptr) == 8 && sizeof(void*) == 8);
+      std::uint64_t value = 0;
+      std::memcpy(&value, data.data(), sizeof value);
+      return value;
+    }
+    case PointerAttributeType::size: {
+      std::size_t value = 0;
+      std::memcpy(&value, data.data(), sizeof value);
+      return value;
+    }
+  }
+  return 0;
 }
 
 CUipcMemHandle CudaDriver::ipc_get_mem_handle(CUdeviceptr pointer) {

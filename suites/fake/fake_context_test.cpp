@@ -110,6 +110,20 @@ TEST(FakeContext, UnknownContextIsInvalid) {
   EXPECT_EQ(driver->ctx_get_current(), nullptr);
 }
 
+TEST(FakeContext, APrimaryContextNeverRetainedInThisProcessIsNotActive) {
+  // Handles are per device, so another process's handle names this process's context too.
+  auto driver = current_process();
+  auto other = driver->spawn_process();
+  other->ctx_set_current(driver->ctx_get_current());
+  EXPECT_FALSE(other->primary_ctx_active(0));
+  EMM_EXPECT_DRIVER_ERROR(other->mem_alloc(16), CUDA_ERROR_CONTEXT_IS_DESTROYED, "cuMemAlloc",
+                          HasSubstr("the primary context of device 0, was never retained in "
+                                    "this process"));
+  other->ctx_set_current(other->primary_ctx_retain(0));
+  other->mem_free(other->mem_alloc(16));
+  EXPECT_EQ(other->invalid_frees(), 0U);
+}
+
 TEST(FakeContext, RetainAndReleaseAreCounted) {
   auto driver = std::make_shared<FakeDriver>();
   EXPECT_EQ(driver->primary_ctx_retain_count(0), 0);
@@ -130,18 +144,134 @@ TEST(FakeContext, RetainAndReleaseAreCounted) {
                           "cuDevicePrimaryCtxReset", HasSubstr("device -1 does not exist"));
 }
 
-TEST(FakeContext, ReleaseToZeroKeepsMemorySoLeaksStayVisible) {
+TEST(FakeContext, ReleasingOneOfSeveralRetainsKeepsTheContext) {
+  auto driver = current_process();
+  const CUcontext context = driver->primary_ctx_retain(0);
+  const CUdeviceptr p = driver->mem_alloc(4096);
+  driver->primary_ctx_release(0);
+  EXPECT_TRUE(driver->primary_ctx_active(0));
+  EXPECT_EQ(driver->live_allocations().size(), 1U);
+  EXPECT_EQ(driver->ctx_get_current(), context);
+  driver->mem_free(p);
+  EXPECT_EQ(driver->invalid_frees(), 0U);
+  EXPECT_EQ(driver->context_reclaims().device_allocations, 0U);
+}
+
+TEST(FakeContext, ReleasingTheLastRetainDestroysTheContextWithItsMemory) {
+  auto driver = current_process();
+  auto exporter = make_current(driver->spawn_process());
+  const CUdeviceptr exported = exporter->mem_alloc(4096);
+  const CUcontext context = driver->ctx_get_current();
+  EXPECT_TRUE(driver->primary_ctx_active(0));
+  EXPECT_EQ(driver->primary_ctx_retain_count(0), 1);
+
+  const CUdeviceptr p = driver->mem_alloc(1000);
+  const CUdeviceptr managed = driver->mem_alloc_managed(100, CU_MEM_ATTACH_GLOBAL);
+  void* host = driver->mem_host_alloc(64, CU_MEMHOSTALLOC_DEVICEMAP);
+  std::vector<unsigned char> buffer(64);
+  driver->mem_host_register(buffer.data(), buffer.size(), 0);
+  CUmemPoolProps props{};
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = 0;
+  CUmemoryPool pool = driver->mem_pool_create(props);
+  const CUdeviceptr pooled = driver->mem_alloc_from_pool_async(512, pool, nullptr);
+  const CUstream stream = driver->stream_create(0);
+  const CUdeviceptr mapped = driver->ipc_open_mem_handle(exporter->ipc_get_mem_handle(exported), 0);
+  EXPECT_EQ(driver->system()->bytes_in_use(0), 4096U + 1024U + 512U + 512U);
+
+  driver->primary_ctx_release(0);
+  EXPECT_FALSE(driver->primary_ctx_active(0));
+  EXPECT_EQ(driver->primary_ctx_retain_count(0), 0);
+  // Gone, and no longer in use: only the exporter's block is left on the device.
+  EXPECT_TRUE(driver->live_allocations().empty());
+  EXPECT_EQ(driver->device_bytes_in_use(), 0U);
+  EXPECT_EQ(driver->system()->bytes_in_use(0), 4096U);
+  EXPECT_EQ(driver->host_allocation_count(), 0U);
+  EXPECT_EQ(driver->host_registration_count(), 0U);
+  EXPECT_EQ(driver->ipc_mapping_count(), 0U);
+  EXPECT_EQ(driver->stream_count() + driver->pool_count(), 0U);
+  const FakeDriver::ContextReclaims reclaimed = driver->context_reclaims();
+  EXPECT_EQ(reclaimed.device_allocations, 3U);
+  EXPECT_EQ(reclaimed.device_bytes, 1000U + 100U + 512U);
+  EXPECT_EQ(reclaimed.ipc_mappings, 1U);
+  EXPECT_EQ(reclaimed.host_allocations, 1U);
+  EXPECT_EQ(reclaimed.host_registrations, 1U);
+  EXPECT_EQ(reclaimed.handles, 2U);
+  EXPECT_EQ(driver->invalid_frees(), 0U);
+
+  // The handle is still current on this thread, but its context is gone.
+  EXPECT_EQ(driver->ctx_get_current(), context);
+  EMM_EXPECT_DRIVER_ERROR(driver->mem_alloc(16), CUDA_ERROR_CONTEXT_IS_DESTROYED, "cuMemAlloc",
+                          HasSubstr("the current context, the primary context of device 0, was "
+                                    "destroyed"));
+  EMM_EXPECT_DRIVER_ERROR(driver->ctx_synchronize(), CUDA_ERROR_CONTEXT_IS_DESTROYED,
+                          "cuCtxSynchronize", HasSubstr("retain it again"));
+  EMM_EXPECT_DRIVER_ERROR(driver->mem_free_async(pooled, nullptr), CUDA_ERROR_CONTEXT_IS_DESTROYED,
+                          "cuMemFreeAsync", HasSubstr("was destroyed"));
+
+  // Late frees fail as frees of dead pointers do, and are counted; the message says why.
+  const std::string why = "freed with this process's primary context of device 0";
+  EMM_EXPECT_DRIVER_ERROR(driver->mem_free(p), CUDA_ERROR_INVALID_VALUE, "cuMemFree",
+                          HasSubstr(why));
+  EMM_EXPECT_DRIVER_ERROR(driver->mem_free(managed), CUDA_ERROR_INVALID_VALUE, "cuMemFree",
+                          HasSubstr(why));
+  EMM_EXPECT_DRIVER_ERROR(driver->mem_free(pooled), CUDA_ERROR_INVALID_VALUE, "cuMemFree",
+                          HasSubstr(why));
+  EMM_EXPECT_DRIVER_ERROR(driver->mem_free_host(host), CUDA_ERROR_INVALID_VALUE, "cuMemFreeHost",
+                          HasSubstr(why));
+  EMM_EXPECT_DRIVER_ERROR(driver->mem_host_unregister(buffer.data()),
+                          CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "cuMemHostUnregister",
+                          HasSubstr(why));
+  EMM_EXPECT_DRIVER_ERROR(driver->ipc_close_mem_handle(mapped), CUDA_ERROR_INVALID_VALUE,
+                          "cuIpcCloseMemHandle", HasSubstr(why));
+  EMM_EXPECT_DRIVER_ERROR(driver->stream_destroy(stream), CUDA_ERROR_INVALID_HANDLE,
+                          "cuStreamDestroy", HasSubstr("is not a live stream"));
+  EXPECT_EQ(driver->invalid_frees(), 7U);
+
+  // Retaining again gives a fresh, empty context under the same handle.
+  EXPECT_EQ(driver->primary_ctx_retain(0), context);
+  EXPECT_TRUE(driver->primary_ctx_active(0));
+  EXPECT_TRUE(driver->live_allocations().empty());
+  driver->mem_free(driver->mem_alloc(16));
+  exporter->mem_free(exported);
+  EXPECT_EQ(driver->system()->bytes_in_use(0), 0U);
+}
+
+TEST(FakeContext, AnAddressReusedAfterItsContextWentIsFreedNormally) {
   auto driver = current_process();
   const CUdeviceptr p = driver->mem_alloc(4096);
   driver->primary_ctx_release(0);
-  EXPECT_EQ(driver->live_allocations().size(), 1U);
-  driver->mem_free(p);
+  driver->primary_ctx_retain(0);
+  const CUdeviceptr again = driver->mem_alloc(4096);
+  ASSERT_EQ(again, p) << "the fake hands the freed range out again";
+  driver->mem_free(again);
+  EXPECT_EQ(driver->invalid_frees(), 0U);
+  EMM_EXPECT_DRIVER_ERROR(driver->mem_free(p), CUDA_ERROR_INVALID_VALUE, "cuMemFree",
+                          HasSubstr("(freed twice, or never allocated)"));
+}
+
+TEST(FakeContext, AnExportersDestroyedContextLeavesItsMappedBlockToTheImporter) {
+  auto exporter = current_process();
+  auto importer = make_current(exporter->spawn_process());
+  const CUdeviceptr p = exporter->mem_alloc(256);
+  exporter->memset_d8(p, 0x42, 256);
+  const CUdeviceptr mapped = importer->ipc_open_mem_handle(exporter->ipc_get_mem_handle(p), 0);
+  exporter->primary_ctx_release(0);
+  EXPECT_TRUE(exporter->live_allocations().empty());
+  EXPECT_EQ(exporter->system()->allocation_count(0), 1U) << "the importer still maps it";
+  unsigned char byte = 0;
+  importer->memcpy_dtoh(&byte, mapped + 255, 1);
+  EXPECT_EQ(byte, 0x42);
+  importer->ipc_close_mem_handle(mapped);
+  EXPECT_EQ(exporter->system()->allocation_count(0), 0U);
 }
 
 TEST(FakeContext, PrimaryContextResetFreesThisProcesssResourcesOnThatDevice) {
   FakeSystemConfig config;
   config.devices.resize(2);
   auto driver = current_process(config);
+  const CUcontext context0 = driver->ctx_get_current();
   auto other = make_current(driver->spawn_process());
   const CUdeviceptr others = other->mem_alloc(4096);
 
@@ -167,6 +297,9 @@ TEST(FakeContext, PrimaryContextResetFreesThisProcesssResourcesOnThatDevice) {
   CUstream stream1 = driver->stream_create(0);
 
   driver->primary_ctx_reset(0);
+  EXPECT_FALSE(driver->primary_ctx_active(0));
+  EXPECT_TRUE(driver->primary_ctx_active(1));
+  EXPECT_EQ(driver->primary_ctx_retain_count(0), 1) << "a reset keeps the retains";
   EXPECT_EQ(driver->live_allocations().size(), 1U);
   EXPECT_EQ(driver->live_allocations()[0].base, on1);
   EXPECT_EQ(driver->host_allocation_count(), 0U);
@@ -187,9 +320,19 @@ TEST(FakeContext, PrimaryContextResetFreesThisProcesssResourcesOnThatDevice) {
                           HasSubstr("is not a live cuMemHostAlloc allocation"));
   EMM_EXPECT_DRIVER_ERROR(driver->ipc_close_mem_handle(mapped), CUDA_ERROR_INVALID_VALUE,
                           "cuIpcCloseMemHandle", HasSubstr("is not the base of an open"));
-  // The context stays usable (a documented difference from the real driver).
-  driver->ctx_set_current(driver->primary_ctx_retain(0));
+  EXPECT_EQ(driver->invalid_frees(), 3U);
+  // Device 1's context is untouched; device 0's is destroyed until it is retained again
+  // (CudaDriverGpu.PrimaryCtxResetDestroysTheContextUntilRetainedAgain pins this down).
   driver->mem_free(driver->mem_alloc(16));
+  driver->ctx_set_current(context0);
+  EMM_EXPECT_DRIVER_ERROR(driver->mem_alloc(16), CUDA_ERROR_CONTEXT_IS_DESTROYED, "cuMemAlloc",
+                          HasSubstr("primary context of device 0, was destroyed"));
+  EXPECT_EQ(driver->primary_ctx_retain(0), context0);
+  EXPECT_EQ(driver->primary_ctx_retain_count(0), 2);
+  driver->mem_free(driver->mem_alloc(16));
+  driver->primary_ctx_release(0);
+  driver->ctx_set_current(driver->primary_ctx_retain(1));
+  driver->primary_ctx_release(1);
 
   driver->stream_destroy(stream1);
   driver->mem_free(on1);

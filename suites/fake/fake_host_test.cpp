@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "fake_test_support.hpp"
@@ -50,6 +51,48 @@ TEST(FakeHost, PortableAndWriteCombinedArePassedThrough) {
   EXPECT_EQ(driver->host_allocation_flags(p),
             CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_WRITECOMBINED);
   driver->mem_free_host(p);
+}
+
+TEST(FakeHost, HostGetFlagsAnswersForEveryByteOfALiveHostAllocation) {
+  auto driver = current_process();
+  for (unsigned flags = 0; flags < 8; ++flags) {
+    SCOPED_TRACE("flags " + std::to_string(flags));
+    auto* p = static_cast<unsigned char*>(driver->mem_host_alloc(100, flags));
+    EXPECT_EQ(driver->mem_host_get_flags(p), flags);
+    EXPECT_EQ(driver->mem_host_get_flags(p + 99), flags) << "an interior address";
+    EMM_EXPECT_DRIVER_ERROR(driver->mem_host_get_flags(p + 100), CUDA_ERROR_INVALID_VALUE,
+                            "cuMemHostGetFlags",
+                            HasSubstr("is not inside a live cuMemHostAlloc allocation"));
+    driver->mem_free_host(p);
+    EMM_EXPECT_DRIVER_ERROR(driver->mem_host_get_flags(p), CUDA_ERROR_INVALID_VALUE,
+                            "cuMemHostGetFlags",
+                            HasSubstr("is not inside a live cuMemHostAlloc allocation"));
+  }
+  // A block of 0 bytes still answers for its address.
+  void* empty = driver->mem_host_alloc(0, CU_MEMHOSTALLOC_PORTABLE);
+  EXPECT_EQ(driver->mem_host_get_flags(empty), unsigned{CU_MEMHOSTALLOC_PORTABLE});
+  driver->mem_free_host(empty);
+  EXPECT_EQ(driver->invalid_frees(), 0U);
+}
+
+TEST(FakeHost, HostGetFlagsRefusesRegisteredAndPageableMemory) {
+  auto driver = current_process();
+  HostBuffer buffer(2 * page());
+  driver->mem_host_register(buffer.data, page(), CU_MEMHOSTREGISTER_DEVICEMAP);
+  EMM_EXPECT_DRIVER_ERROR(driver->mem_host_get_flags(buffer.data), CUDA_ERROR_INVALID_VALUE,
+                          "cuMemHostGetFlags",
+                          HasSubstr("is registered host memory (cuMemHostRegister), which has no "
+                                    "cuMemHostAlloc flags"));
+  EMM_EXPECT_DRIVER_ERROR(driver->mem_host_get_flags(buffer.data + page()),
+                          CUDA_ERROR_INVALID_VALUE, "cuMemHostGetFlags",
+                          HasSubstr("is not inside a live cuMemHostAlloc allocation"));
+  int on_the_stack = 0;
+  EMM_EXPECT_DRIVER_ERROR(driver->mem_host_get_flags(&on_the_stack), CUDA_ERROR_INVALID_VALUE,
+                          "cuMemHostGetFlags", HasSubstr("is not inside a live cuMemHostAlloc"));
+  driver->mem_host_unregister(buffer.data);
+  driver->ctx_set_current(nullptr);
+  EMM_EXPECT_DRIVER_ERROR(driver->mem_host_get_flags(buffer.data), CUDA_ERROR_INVALID_CONTEXT,
+                          "cuMemHostGetFlags", HasSubstr("no CUDA context is current"));
 }
 
 TEST(FakeHost, UnknownHostAllocFlagsAreInvalid) {

@@ -85,22 +85,47 @@ TEST_F(FakeIpc, OpeningInTheExportingProcessIsInvalidContext) {
   exporter->mem_free(p);
 }
 
-TEST_F(FakeIpc, OpeningTwiceInOneProcessIsAlreadyMapped) {
+TEST_F(FakeIpc, OpeningTwiceInOneProcessReturnsTheSameMappingUntilClosedAsOften) {
+  // As the CUDA 11+ driver: the second open is counted, not refused.
   const CUdeviceptr p = exporter->mem_alloc(256);
+  exporter->memset_d8(p, 0x21, 256);
   const CUipcMemHandle handle = exporter->ipc_get_mem_handle(p);
   const CUdeviceptr mapped = importer->ipc_open_mem_handle(handle, 0);
-  EMM_EXPECT_DRIVER_ERROR(importer->ipc_open_mem_handle(handle, 0), CUDA_ERROR_ALREADY_MAPPED,
-                          "cuIpcOpenMemHandle", HasSubstr("close that mapping first"));
+  EXPECT_EQ(importer->ipc_open_mem_handle(handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS), mapped);
   EXPECT_EQ(importer->ipc_mapping_count(), 1U);
+  EXPECT_EQ(importer->system()->allocation_count(0), 1U) << "the second open maps nothing new";
+
   importer->ipc_close_mem_handle(mapped);
-  // Closed, it can be opened again; a third process may open it at the same time.
+  EXPECT_EQ(importer->ipc_mapping_count(), 1U) << "one open is left";
+  unsigned char byte = 0;
+  importer->memcpy_dtoh(&byte, mapped + 7, 1);
+  EXPECT_EQ(byte, 0x21);
+  // The exporter's free waits for the last close.
+  exporter->mem_free(p);
+  EXPECT_EQ(importer->system()->allocation_count(0), 1U);
+  importer->ipc_close_mem_handle(mapped);
+  EXPECT_EQ(importer->ipc_mapping_count(), 0U);
+  EXPECT_EQ(importer->system()->allocation_count(0), 0U);
+  EXPECT_EQ(importer->invalid_frees(), 0U);
+  EMM_EXPECT_DRIVER_ERROR(importer->ipc_close_mem_handle(mapped), CUDA_ERROR_INVALID_VALUE,
+                          "cuIpcCloseMemHandle",
+                          HasSubstr("is not the base of an open cuIpcOpenMemHandle mapping"));
+  EXPECT_EQ(importer->invalid_frees(), 1U) << "a close beyond the opens is an invalid free";
+}
+
+TEST_F(FakeIpc, AClosedHandleOpensAgainAndOtherProcessesGetMappingsOfTheirOwn) {
+  const CUdeviceptr p = exporter->mem_alloc(256);
+  const CUipcMemHandle handle = exporter->ipc_get_mem_handle(p);
+  importer->ipc_close_mem_handle(importer->ipc_open_mem_handle(handle, 0));
   const CUdeviceptr again = importer->ipc_open_mem_handle(handle, 0);
   auto third = make_current(exporter->spawn_process());
   const CUdeviceptr also = third->ipc_open_mem_handle(handle, 0);
   EXPECT_NE(also, again);
+  EXPECT_EQ(third->ipc_mapping_count(), 1U);
   importer->ipc_close_mem_handle(again);
   third->ipc_close_mem_handle(also);
   exporter->mem_free(p);
+  EXPECT_EQ(exporter->system()->allocation_count(0), 0U);
 }
 
 TEST_F(FakeIpc, GarbageBytesAreInvalidValue) {

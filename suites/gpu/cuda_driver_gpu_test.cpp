@@ -22,69 +22,14 @@
 namespace emm {
 namespace {
 
+using gpu_test::CudaDriverGpu;
+using gpu_test::DeviceBuffer;
+using gpu_test::kMiB;
+using gpu_test::pattern;
 using gpu_test::pattern_byte;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-
-constexpr std::size_t kMiB = std::size_t{1} << 20;
-
-// A cuMemAlloc allocation freed at scope exit.
-class DeviceBuffer {
- public:
-  DeviceBuffer(Driver& driver, std::size_t size)
-      : driver_(driver), pointer_(driver.mem_alloc(size)), size_(size) {}
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() {
-    try {
-      driver_.mem_free(pointer_);
-    } catch (const std::exception& error) {
-      ADD_FAILURE() << "freeing a test buffer: " << error.what();
-    }
-  }
-  CUdeviceptr get() const { return pointer_; }
-  std::size_t size() const { return size_; }
-
- private:
-  Driver& driver_;
-  CUdeviceptr pointer_;
-  std::size_t size_;
-};
-
-std::vector<std::uint8_t> pattern(std::size_t size, unsigned seed) {
-  std::vector<std::uint8_t> bytes(size);
-  for (std::size_t i = 0; i < size; ++i) bytes[i] = pattern_byte(i, seed);
-  return bytes;
-}
-
-class CudaDriverGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    RecordProperty("spec", "2.1");
-    const CudaDriverProbe& gpu = CudaDriver::probe();
-    if (!gpu.driver) GTEST_SKIP() << "no GPU: " << gpu.reason;
-    driver_ = gpu.driver;
-    context_ = driver_->primary_ctx_retain(kDevice);
-    driver_->ctx_set_current(context_);
-  }
-
-  void TearDown() override {
-    if (driver_ == nullptr) return;
-    driver_->ctx_set_current(nullptr);
-    driver_->primary_ctx_release(kDevice);
-  }
-
-  std::vector<std::uint8_t> read(CUdeviceptr source, std::size_t size) {
-    std::vector<std::uint8_t> bytes(size);
-    driver_->memcpy_dtoh(bytes.data(), source, size);
-    return bytes;
-  }
-
-  static constexpr int kDevice = 0;
-  std::shared_ptr<CudaDriver> driver_;
-  CUcontext context_ = nullptr;
-};
 
 TEST_F(CudaDriverGpu, ReportsDriverVersionAndDevices) {
   EXPECT_EQ(driver_->implementation_name(), "cuda");

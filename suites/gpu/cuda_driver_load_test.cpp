@@ -266,6 +266,52 @@ TEST_F(StubCudaDriver, ForwardsArgumentsAndResults) {
   EXPECT_EQ(double_free->call(), "cuMemFree");
 }
 
+TEST_F(StubCudaDriver, PointerAttributesAreReadAsTheirCTypes) {
+  CudaDriver& driver = load_with_context();
+  const CUdeviceptr base = driver.mem_alloc(4096);
+  // The stub writes each attribute's own C type (a boolean as one byte): a wrong width or a
+  // truncated address would show here.
+  EXPECT_EQ(driver.pointer_get_attribute(CU_POINTER_ATTRIBUTE_MEMORY_TYPE, base + 7),
+            std::uint64_t{CU_MEMORYTYPE_DEVICE});
+  EXPECT_EQ(driver.pointer_get_attribute(CU_POINTER_ATTRIBUTE_DEVICE_POINTER, base + 7), base + 7);
+  EXPECT_EQ(driver.pointer_get_attribute(CU_POINTER_ATTRIBUTE_IS_MANAGED, base), 0u);
+  EXPECT_EQ(driver.pointer_get_attribute(CU_POINTER_ATTRIBUTE_MAPPED, base), 1u);
+  EXPECT_EQ(driver.pointer_get_attribute(CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, base), 0u);
+  EXPECT_EQ(driver.pointer_get_attribute(CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, base + 7), base);
+  EXPECT_EQ(driver.pointer_get_attribute(CU_POINTER_ATTRIBUTE_RANGE_SIZE, base + 7), 4096u);
+  EXPECT_EQ(state().pointer_attribute_calls, 7);
+
+  std::ostringstream hex;
+  hex << std::hex << base;
+  auto no_host = EMM_EXPECT_THROW(
+      CudaDriverError, driver.pointer_get_attribute(CU_POINTER_ATTRIBUTE_HOST_POINTER, base),
+      Eq("cuPointerGetAttribute failed: CUDA_ERROR_INVALID_VALUE: "
+         "CU_POINTER_ATTRIBUTE_HOST_POINTER of pointer 0x" +
+         hex.str()));
+  ASSERT_TRUE(no_host.has_value());
+  EXPECT_EQ(no_host->call(), "cuPointerGetAttribute");
+
+  // An attribute whose C type the kit does not know never reaches the driver.
+  EMM_EXPECT_THROW(InvalidArgumentError,
+                   driver.pointer_get_attribute(CU_POINTER_ATTRIBUTE_BUFFER_ID, base),
+                   StartsWith("CudaDriver::pointer_get_attribute: attribute 7 is not one the kit "
+                              "reads; ask for one of CU_POINTER_ATTRIBUTE_MEMORY_TYPE, "));
+  EXPECT_EQ(state().pointer_attribute_calls, 8);
+  driver.mem_free(base);
+}
+
+TEST_F(StubCudaDriver, MemHostGetFlagsFailureNamesThePointer) {
+  CudaDriver& driver = load_with_context();
+  int not_pinned = 0;
+  std::ostringstream hex;
+  hex << std::hex << reinterpret_cast<std::uintptr_t>(&not_pinned);
+  auto error = EMM_EXPECT_THROW(
+      CudaDriverError, driver.mem_host_get_flags(&not_pinned),
+      Eq("cuMemHostGetFlags failed: CUDA_ERROR_INVALID_VALUE: pointer 0x" + hex.str()));
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(error->code(), CUDA_ERROR_INVALID_VALUE);
+}
+
 TEST(StubCudaDriverV1, FallsBackToTheCuda11CuGetProcAddress) {
   RecordProperty("spec", "2.1");
   void* library = dlopen(EMM_STUB_CUDA_DRIVER_V1, RTLD_NOW | RTLD_LOCAL);

@@ -189,6 +189,42 @@ CUresult stub_cuMemGetAddressRange(CUdeviceptr* base, std::size_t* size, CUdevic
   return CUDA_SUCCESS;
 }
 
+// Writes exactly the C type cuda.h gives each attribute (a boolean as one byte), so that a
+// CudaDriver reading the wrong width sees a wrong value.
+CUresult stub_cuPointerGetAttribute(void* data, CUpointer_attribute attribute,
+                                    CUdeviceptr pointer) {
+  std::lock_guard lock(g_mutex);
+  ++g_state.pointer_attribute_calls;
+  auto found = find_allocation(pointer);
+  if (found == g_allocations.end()) return CUDA_ERROR_INVALID_VALUE;
+  auto write = [data](auto value) { std::memcpy(data, &value, sizeof value); };
+  switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+      write(static_cast<unsigned>(CU_MEMORYTYPE_DEVICE));
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+      write(pointer);
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+      write(false);
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MAPPED:
+      write(true);
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+      write(int{0});
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+      write(found->first);
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+      write(found->second);
+      return CUDA_SUCCESS;
+    default:  // the host pointer (device memory has none) and everything else
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
 CUresult stub_cuIpcGetMemHandle(CUipcMemHandle* handle, CUdeviceptr pointer) {
   std::lock_guard lock(g_mutex);
   auto found = find_allocation(pointer);
@@ -254,6 +290,7 @@ CUresult stub_cuMemHostUnregister(void*) { return CUDA_ERROR_HOST_MEMORY_NOT_REG
 CUresult stub_cuMemHostGetDevicePointer(CUdeviceptr*, void*, unsigned) {
   return CUDA_ERROR_INVALID_VALUE;
 }
+CUresult stub_cuMemHostGetFlags(unsigned*, void*) { return CUDA_ERROR_INVALID_VALUE; }
 CUresult stub_cuStreamCreate(CUstream* stream, unsigned) {
   *stream = reinterpret_cast<CUstream>(&g_stream_object);
   return CUDA_SUCCESS;

@@ -31,6 +31,7 @@ struct EmmStubState {
   int init_calls = 0;                // cuInit calls
   std::uint64_t live_bytes = 0;      // bytes allocated by cuMemAlloc and not freed
   unsigned last_ipc_open_flags = 0;  // Flags argument of the last cuIpcOpenMemHandle
+  int pointer_attribute_calls = 0;   // cuPointerGetAttribute calls
 };
 
 // Replaces the configuration and clears the state.

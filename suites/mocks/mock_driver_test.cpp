@@ -34,6 +34,7 @@ void call_every_entry_point(Driver& driver) {
   const CUdeviceptr p = driver.mem_alloc(4096);
   driver.mem_get_info();
   driver.mem_get_address_range(p + 1);
+  driver.pointer_get_attribute(CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p + 1);
   std::vector<unsigned char> bytes(4096, 1);
   driver.memcpy_htod(p, bytes.data(), bytes.size());
   driver.memcpy_dtoh(bytes.data(), p, bytes.size());
@@ -53,6 +54,7 @@ void call_every_entry_point(Driver& driver) {
   driver.mem_free(p);
   void* host = driver.mem_host_alloc(4096, CU_MEMHOSTALLOC_DEVICEMAP);
   driver.mem_host_get_device_pointer(host, 0);
+  driver.mem_host_get_flags(host);
   driver.mem_free_host(host);
   driver.mem_host_register(bytes.data(), 64, 0);
   driver.mem_host_unregister(bytes.data());

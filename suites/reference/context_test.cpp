@@ -145,12 +145,17 @@ TEST(ContextResources, CTX_1_StreamsAndEventsStillHeldAtCloseAreDestroyed) {
   std::shared_ptr<Event> event = context.create_event();
   EXPECT_EQ(fake->stream_count(), 1u);
   EXPECT_EQ(fake->event_count(), 1u);
+  // Another user of the primary context keeps it alive past close(): otherwise its destruction
+  // would take the stream and event along, whatever close() did.
+  fake->primary_ctx_retain(0);
   runtime.close();
+  ASSERT_TRUE(fake->primary_ctx_active(0));
   EXPECT_EQ(fake->stream_count(), 0u) << "[CTX-1] a stream held past close() was not destroyed";
   EXPECT_EQ(fake->event_count(), 0u) << "[CTX-1] an event held past close() was not destroyed";
   stream.reset();  // the late release must not destroy it a second time
   event.reset();
   EXPECT_EQ(fake->invalid_frees(), 0u) << "[CTX-1] a late release destroyed an object again";
+  fake->primary_ctx_release(0);
 }
 
 // --- CTX-2 ---------------------------------------------------------------------------------
@@ -245,12 +250,18 @@ TEST(ContextDriverUse, CTX_2_WithAPluginInUseTheHostNeverCallsCuMemAllocOrCuMemF
   mock->allow_all_except({DriverCall::cuMemAlloc, DriverCall::cuMemFree});
   EXPECT_CALL(*mock, mem_alloc(_)).Times(0);
   EXPECT_CALL(*mock, mem_free(_)).Times(0);
+  // Retains of the test's own (past the mock) keep both primary contexts alive after the
+  // runtime closes, so the counts below show what the plugin and the host released, not what a
+  // destroyed context took along.
+  FakeDriver& importer = mock->fake();
+  importer.primary_ctx_retain(0);
+  importer.primary_ctx_retain(1);
   {
     Runtime runtime(mock, RuntimeOptions::hermetic());
     runtime.set_memory_manager<PoolPlugin>();
     drive_every_operation(runtime, exported, 1000);
   }
-  const FakeDriver& importer = mock->fake();
+  ASSERT_TRUE(importer.primary_ctx_active(0) && importer.primary_ctx_active(1));
   EXPECT_GT(importer.call_count(DriverCall::cuMemAllocFromPoolAsync), 0u)
       << "the plugin's allocations went through the mock";
   EXPECT_EQ(importer.call_count(DriverCall::cuMemAllocFromPoolAsync),
@@ -262,6 +273,8 @@ TEST(ContextDriverUse, CTX_2_WithAPluginInUseTheHostNeverCallsCuMemAllocOrCuMemF
   EXPECT_EQ(importer.host_allocation_count(), 0u);
   EXPECT_EQ(importer.host_registration_count(), 0u);
   EXPECT_EQ(importer.ipc_mapping_count(), 0u);
+  importer.primary_ctx_release(1);
+  importer.primary_ctx_release(0);
 }
 
 // The check above could not fail if the mock let cuMemAlloc through unseen: the same

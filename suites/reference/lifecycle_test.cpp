@@ -208,7 +208,12 @@ TEST(Lifecycle, LIFE_9_CloseResetsEachUsedContextOnceAndDropsInstances) {
   ASSERT_EQ(journal->instances_with_context(), (std::vector<int>{2, 3}));
   EXPECT_GT(fake->device_bytes_in_use(), 0u);
 
+  // Retains of the test's own keep the primary contexts alive past close(), so that what the
+  // plugins' reset() released is seen, not what a destroyed context took along.
+  fake->primary_ctx_retain(0);
+  fake->primary_ctx_retain(2);
   runtime.close();
+  ASSERT_TRUE(fake->primary_ctx_active(0) && fake->primary_ctx_active(2));
 
   for (int instance : {2, 3}) {
     SCOPED_TRACE("instance " + std::to_string(instance));
@@ -234,6 +239,8 @@ TEST(Lifecycle, LIFE_9_CloseResetsEachUsedContextOnceAndDropsInstances) {
   EXPECT_THAT(journal->calls(4), ElementsAre("ctor", "initialize"));
   auto c = again.memalloc(128);
   EXPECT_EQ(c->size(), 128u);
+  fake->primary_ctx_release(2);
+  fake->primary_ctx_release(0);
 }
 
 TEST(Lifecycle, LIFE_9_CloseTwiceAndCloseWithoutContextsCallNothing) {

@@ -65,7 +65,7 @@
   CALL(cuCtxSetCurrent, 4000, void, ctx_set_current, (CUcontext context))                         \
   CALL(cuCtxGetDevice, 2000, int, ctx_get_device, ())                                             \
   CALL(cuCtxSynchronize, 2000, void, ctx_synchronize, ())                                         \
-  /* device memory, host memory, and the two device-memory queries                           */  \
+  /* device memory, host memory, and the queries about them                                  */  \
   CALL(cuMemAlloc, 3020, CUdeviceptr, mem_alloc, (std::size_t bytesize))                          \
   CALL(cuMemFree, 3020, void, mem_free, (CUdeviceptr pointer))                                    \
   CALL(cuMemAllocManaged, 6000, CUdeviceptr, mem_alloc_managed,                                   \
@@ -77,8 +77,13 @@
   CALL(cuMemHostUnregister, 4000, void, mem_host_unregister, (void* pointer))                     \
   CALL(cuMemHostGetDevicePointer, 3020, CUdeviceptr, mem_host_get_device_pointer,                 \
        (void* pointer, unsigned flags))                                                           \
+  CALL(cuMemHostGetFlags, 2030, unsigned, mem_host_get_flags, (void* pointer))                    \
   CALL(cuMemGetInfo, 3020, MemoryInfo, mem_get_info, ())                                          \
   CALL(cuMemGetAddressRange, 3020, AddressRange, mem_get_address_range, (CUdeviceptr pointer))    \
+  /* pointer_get_attribute answers the attributes of emm/pointer_attribute.hpp, each widened  */  \
+  /* to 64 bits; any other attribute throws emm::InvalidArgumentError                         */  \
+  CALL(cuPointerGetAttribute, 4000, std::uint64_t, pointer_get_attribute,                         \
+       (CUpointer_attribute attribute, CUdeviceptr pointer))                                      \
   /* IPC                                                                                      */  \
   CALL(cuIpcGetMemHandle, 4010, CUipcMemHandle, ipc_get_mem_handle, (CUdeviceptr pointer))        \
   CALL(cuIpcOpenMemHandle, 11000, CUdeviceptr, ipc_open_mem_handle,                               \

@@ -10,16 +10,18 @@
 //   auto other = driver->spawn_process();                        // second process, same devices
 //
 // Behaviour follows the CUDA driver API, including its errors: calls that need a context throw
-// CUDA_ERROR_INVALID_CONTEXT when none is current; freeing an address that is not a live
-// allocation throws CUDA_ERROR_INVALID_VALUE (and is counted by invalid_frees()); pinning a
-// page already pinned throws CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED; an allocation beyond
-// the device's free memory throws CUDA_ERROR_OUT_OF_MEMORY; cuIpcGetMemHandle of an interior
-// pointer returns its block's handle; cuIpcOpenMemHandle in the exporting process throws
-// CUDA_ERROR_INVALID_CONTEXT; opening the same handle twice in one process throws
-// CUDA_ERROR_ALREADY_MAPPED. cuDevicePrimaryCtxReset frees this process's memory on that device.
+// CUDA_ERROR_INVALID_CONTEXT when none is current and CUDA_ERROR_CONTEXT_IS_DESTROYED when the
+// current one was destroyed; freeing an address that is not a live allocation throws
+// CUDA_ERROR_INVALID_VALUE (and is counted by invalid_frees()); pinning a byte already pinned
+// throws CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED; an allocation beyond the device's free memory
+// throws CUDA_ERROR_OUT_OF_MEMORY; cuIpcGetMemHandle of an interior pointer returns its block's
+// handle; cuIpcOpenMemHandle in the exporting process throws CUDA_ERROR_INVALID_CONTEXT; a
+// primary context destroyed by its last release or by cuDevicePrimaryCtxReset takes this
+// process's memory in it along. docs/fake-vs-gpu.md lists every place where the fake and the
+// real driver could differ, and the GPU test that pins the real behaviour down.
 //
 // The simulation, in more detail (error codes as the real driver answered them in a probe on
-// an H100, CUDA 13.0):
+// an H100, CUDA 13.0, unless docs/fake-vs-gpu.md marks them as still to be checked):
 //   * Device memory is host memory behind simulated addresses: device d's allocations live in
 //     [2^57 + d * 2^40, +2^40), first-fit, aligned to FakeDeviceConfig::alignment, and a freed
 //     range is handed out again. Large blocks are lazily backed, so 64 MiB costs nothing until
@@ -29,9 +31,19 @@
 //     cuMemFree and cuMemFreeAsync accept each other's allocations (as the real driver does).
 //   * cuMemGetAddressRange: the whole allocation, IPC mapping or mapped host range holding the
 //     address; anything else (one past the end too) -> CUDA_ERROR_NOT_FOUND.
+//   * cuPointerGetAttribute answers the attributes of emm/pointer_attribute.hpp for every
+//     allocation of this process on any device (cuMemAlloc, pool, managed), its IPC mappings,
+//     its cuMemHostAlloc blocks and its registered ranges (host memory's device pointer is its
+//     host address, UVA); pageable or freed memory -> CUDA_ERROR_INVALID_VALUE. A registration
+//     answers for exactly its registered bytes, and a cuMemHostAlloc block for its requested
+//     bytes (the driver pins whole pages; the fake keeps exact bytes, as EMM-SPEC §7 asks of
+//     mempin). Only CU_POINTER_ATTRIBUTE_DEVICE_POINTER needs a current context.
+//   * cuMemHostGetFlags: the flags of the live cuMemHostAlloc block holding the address;
+//     registered or pageable memory -> CUDA_ERROR_INVALID_VALUE.
 //   * Copies and memsets must lie inside one allocation, IPC mapping or mapped host range of
 //     this process, else CUDA_ERROR_INVALID_VALUE (counted by invalid_accesses()); a copy of
-//     0 bytes touches nothing and succeeds.
+//     0 bytes touches nothing and succeeds. Stricter than the GPU, where an overrun into
+//     neighbouring memory may go unnoticed.
 //   * Mapped host memory: the device address is the host address (UVA). Stricter than a UVA
 //     driver, cuMemHostGetDevicePointer insists that the memory was allocated with
 //     CU_MEMHOSTALLOC_DEVICEMAP or registered with CU_MEMHOSTREGISTER_DEVICEMAP (so a plugin
@@ -44,24 +56,33 @@
 //     or a handle of a block its exporter freed -> CUDA_ERROR_INVALID_VALUE. An exporter that
 //     frees a block others have mapped keeps it alive (and counted) until the last mapping
 //     closes. Pool and managed memory cannot be exported (CUDA_ERROR_INVALID_VALUE). Opening on
-//     another device needs FakeSystemConfig::peer_access, else CUDA_ERROR_PEER_ACCESS_UNSUPPORTED.
-//     The real driver (CUDA 13) reference-counts a second open in one process and returns the
-//     same address; the fake answers CUDA_ERROR_ALREADY_MAPPED, so double opens are visible.
+//     another device needs FakeSystemConfig::peer_access, else CUDA_ERROR_PEER_ACCESS_UNSUPPORTED
+//     (so the EMM host stages the import). Opening a handle again in one process returns the
+//     same address and counts (as the CUDA 11+ driver does): the mapping stays until it has
+//     been closed as often as it was opened.
 //   * Frees, unregisters, closes and destroys need no current context (as on the real driver);
-//     allocations, copies, queries and creates do (CUDA_ERROR_INVALID_CONTEXT).
+//     allocations, copies, queries and creates do.
 //   * Primary contexts: retain/release count per process and device; a release beyond the
-//     retains -> CUDA_ERROR_INVALID_CONTEXT. Unlike the real driver, a release to 0 frees
-//     nothing and the context stays usable after cuDevicePrimaryCtxReset (the real driver
-//     answers CUDA_ERROR_CONTEXT_IS_DESTROYED until it is retained again), so a plugin's leaks
-//     stay visible after its runtime closes.
-//   * Device attributes: PCI ids from FakeDeviceConfig::identity, CAN_MAP_HOST_MEMORY from the
-//     config, compute capability 9.0, 132 multiprocessors, warp 32, 1024 threads per block,
-//     texture alignment = the device alignment, unified addressing / managed memory / memory
-//     pools / IPC events / concurrent kernels 1; every other valid attribute reads 0; an
-//     unknown one -> CUDA_ERROR_INVALID_VALUE, an unknown device -> CUDA_ERROR_INVALID_DEVICE.
+//     retains -> CUDA_ERROR_INVALID_CONTEXT. When the count drops to 0, and on
+//     cuDevicePrimaryCtxReset (which keeps the count), the context is destroyed: this process's
+//     allocations made in it (cuMemAlloc, managed, pool), its IPC mappings, cuMemHostAlloc blocks,
+//     registrations, streams, events, modules and pools on that device go, are no longer in use
+//     (context_reclaims() counts them), and a later free, close or unregister of them fails as a
+//     free of a dead pointer does (counted by invalid_frees()). The handle stays the same; while
+//     it is current, calls that need a context throw CUDA_ERROR_CONTEXT_IS_DESTROYED, until the
+//     next retain makes a fresh, empty context. So a plugin's leaks must be measured before its
+//     runtime closes.
+//   * Device attributes: PCI ids from FakeDeviceConfig::identity (default: bus 1 + the index, so
+//     several devices are told apart), CAN_MAP_HOST_MEMORY from the config, compute capability
+//     9.0, 132 multiprocessors, warp 32, 1024 threads per block, texture alignment = the device
+//     alignment, unified addressing / managed memory / memory pools / IPC events / concurrent
+//     kernels 1; every other valid attribute reads 0; an unknown one -> CUDA_ERROR_INVALID_VALUE,
+//     an unknown device -> CUDA_ERROR_INVALID_DEVICE. Peer access between distinct devices is
+//     off unless FakeSystemConfig::peer_access.
 //   * Streams, events, modules and pools are handles that are never reused; destroying an
 //     unknown one -> CUDA_ERROR_INVALID_HANDLE (counted by invalid_frees()). cuModuleLoadData
-//     accepts any non-null image. Pools hand out device memory of their device at once.
+//     accepts any non-null image. Pools hand out device memory of their device at once and cache
+//     nothing.
 //
 // Thread-safety: all members are safe to call concurrently (one internal mutex per system).
 #pragma once
@@ -107,6 +128,20 @@ class FakeDriver : public Driver, public std::enable_shared_from_this<FakeDriver
   std::optional<unsigned> host_registration_flags(const void* pointer) const;
   // This process's retains of `device`'s primary context not yet released.
   int primary_ctx_retain_count(int device) const;
+  // Whether that context exists (retained, and not destroyed since: cuDevicePrimaryCtxGetState's
+  // "active").
+  bool primary_ctx_active(int device) const;
+  // What destroyed primary contexts of this process took with them, so far: what the process
+  // had not freed, closed or destroyed when the context went.
+  struct ContextReclaims {
+    std::size_t device_allocations = 0;  // cuMemAlloc, managed and pool blocks
+    std::size_t device_bytes = 0;        // their sizes (unrounded)
+    std::size_t ipc_mappings = 0;        // cuIpcOpenMemHandle mappings
+    std::size_t host_allocations = 0;    // cuMemHostAlloc blocks
+    std::size_t host_registrations = 0;  // cuMemHostRegister ranges
+    std::size_t handles = 0;             // streams, events, modules and pools
+  };
+  ContextReclaims context_reclaims() const;
 
   // --- call counting -------------------------------------------------------------------------
   std::size_t call_count(DriverCall call) const;
