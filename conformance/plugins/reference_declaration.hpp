@@ -8,7 +8,11 @@ namespace emm {
 
 inline constexpr PluginDeclaration kReferencePluginDeclaration{
     .name = "emmkit-reference",
-    .capabilities = {.memory_info = true, .ipc = true, .thread_safe = true, .no_caching = true},
+    .capabilities = {.memory_info = true,
+                     .ipc = true,
+                     .thread_safe = true,
+                     .no_caching = true,
+                     .managed_memory = true},
     .defer_cleanup_behaviour =
         "frees of device and host memory are queued and run in batches (10 items or 20% of "
         "device memory); inside defer_cleanup the queue is not flushed; pinned ranges are "

@@ -30,6 +30,11 @@ HostAllocation ForwardingMemoryManager::mempin(std::shared_ptr<void> owner, void
   return inner_->mempin(std::move(owner), pointer, size, mapped);
 }
 
+std::shared_ptr<MemoryPointer> ForwardingMemoryManager::memallocmanaged(std::size_t size,
+                                                                        bool attach_global) {
+  return inner_->memallocmanaged(size, attach_global);
+}
+
 void ForwardingMemoryManager::initialize() { inner_->initialize(); }
 
 IpcHandle ForwardingMemoryManager::get_ipc_handle(const std::shared_ptr<MemoryPointer>& memory) {

@@ -2,11 +2,15 @@
 // cuMemGetAddressRange, cuPointerGetAttribute (which also answers for page-locked host memory) —
 // and the synchronous copies and memsets that reach it. Each allocation
 // is a Block of the system (fake_system_state.hpp) mapped at a simulated address of this
-// process; an IPC mapping is another mapping of the same block (fake_ipc.cpp).
+// process; an IPC mapping is another mapping of the same block (fake_ipc.cpp). Managed memory
+// is mapped at its backing's host address instead, so the host reads and writes it in place,
+// as on a unified-addressing GPU.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
+#include <optional>
 #include <string>
 
 #include "emm/pointer_attribute.hpp"
@@ -159,7 +163,20 @@ CUdeviceptr FakeDriver::mem_alloc_managed(std::size_t bytesize, unsigned flags) 
     Process::fail(Call::cuMemAllocManaged, CUDA_ERROR_INVALID_VALUE,
                   "bytesize is 0 (cuMemAllocManaged rejects empty allocations)");
   }
-  return process_->allocate(Call::cuMemAllocManaged, device, bytesize, BlockKind::managed);
+  const CUdeviceptr base =
+      process_->allocate(Call::cuMemAllocManaged, device, bytesize, BlockKind::managed);
+  process_->system.blocks.at(process_->mappings.at(base).block).attach_flags = flags;
+  return base;
+}
+
+std::optional<unsigned> FakeDriver::managed_attach_flags(CUdeviceptr pointer) const {
+  std::lock_guard lock(process_->system.mutex);
+  auto& mappings = process_->mappings;
+  auto it = find_containing(mappings, pointer, [](const auto& m) { return m.size; });
+  if (it == mappings.end() || it->second.imported) return std::nullopt;
+  const fake_detail::Block& block = process_->system.blocks.at(it->second.block);
+  if (block.kind != BlockKind::managed) return std::nullopt;
+  return block.attach_flags;
 }
 
 MemoryInfo FakeDriver::mem_get_info() {

@@ -3,7 +3,9 @@
 #include "emm/fake/fake_system.hpp"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <iterator>
@@ -57,7 +59,8 @@ std::vector<SystemState::Device> make_devices(const FakeSystemConfig& config) {
 
 // --- Backing -------------------------------------------------------------------------------------
 
-std::optional<Backing> Backing::allocate(std::size_t bytes) {
+std::optional<Backing> Backing::allocate(std::size_t bytes, std::size_t address_alignment) {
+  if (address_alignment != 0) return map_aligned(bytes, address_alignment);
   if (bytes >= kMappedBackingThreshold) {
     void* memory = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -67,6 +70,22 @@ std::optional<Backing> Backing::allocate(std::size_t bytes) {
   void* memory = std::calloc(1, bytes);
   if (memory == nullptr) return std::nullopt;
   return Backing(static_cast<std::byte*>(memory), bytes, false);
+}
+
+std::optional<Backing> Backing::map_aligned(std::size_t bytes, std::size_t alignment) {
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const std::size_t length = round_up(bytes, page);
+  // Over-reserve by the alignment, then give back the unaligned head and the unused tail.
+  const std::size_t slack = alignment > page ? alignment : 0;
+  void* memory = ::mmap(nullptr, length + slack, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (memory == MAP_FAILED) return std::nullopt;
+  auto* start = static_cast<std::byte*>(memory);
+  const auto address = reinterpret_cast<std::uintptr_t>(start);
+  const std::size_t head = round_up(address, std::max(alignment, page)) - address;
+  if (head > 0) ::munmap(start, head);
+  if (slack > head) ::munmap(start + head + length, slack - head);
+  return Backing(start + head, length, true);
 }
 
 Backing::Backing(Backing&& other) noexcept
@@ -151,7 +170,10 @@ std::optional<std::uint64_t> SystemState::create_block(int device, std::size_t b
   if (bytes > free_bytes) return std::nullopt;
   const std::size_t rounded = round_up(bytes, alignment);
   if (rounded > free_bytes) return std::nullopt;
-  std::optional<Backing> backing = Backing::allocate(rounded);
+  // Managed memory is used by the host at its device address: align that address as the
+  // device aligns its pointers.
+  std::optional<Backing> backing =
+      Backing::allocate(rounded, kind == BlockKind::managed ? alignment : 0);
   if (!backing) return std::nullopt;
   const std::uint64_t id = next_block++;
   Block block;
@@ -168,11 +190,15 @@ std::optional<std::uint64_t> SystemState::create_block(int device, std::size_t b
 }
 
 std::optional<CUdeviceptr> SystemState::reserve_addresses(const Block& block) {
+  if (block.kind == BlockKind::managed) {
+    return static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(block.backing.data()));
+  }
   Device& state = devices.at(static_cast<std::size_t>(block.device));
   return state.addresses.reserve(block.rounded, state.config.alignment);
 }
 
 void SystemState::release_addresses(const Block& block, CUdeviceptr base) {
+  if (block.kind == BlockKind::managed) return;  // its backing's addresses, released with it
   devices.at(static_cast<std::size_t>(block.device)).addresses.release(base, block.rounded);
 }
 

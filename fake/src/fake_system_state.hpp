@@ -19,11 +19,14 @@
 namespace emm::fake_detail {
 
 // Host memory that stands in for device bytes. Large blocks are anonymous mappings, so a
-// 64 MiB allocation costs nothing until it is written; small ones come from calloc.
+// 64 MiB allocation costs nothing until it is written; small ones come from calloc. Managed
+// memory, whose host address is also its device address, is always a mapping aligned as the
+// device aligns its pointers.
 class Backing {
  public:
-  // Null when the host refuses the memory.
-  static std::optional<Backing> allocate(std::size_t bytes);
+  // Null when the host refuses the memory. `address_alignment` (a power of two, or 0 for
+  // none) is the alignment data() must have.
+  static std::optional<Backing> allocate(std::size_t bytes, std::size_t address_alignment = 0);
   Backing() noexcept = default;
   Backing(Backing&& other) noexcept;
   Backing& operator=(Backing&& other) noexcept;
@@ -36,6 +39,7 @@ class Backing {
  private:
   Backing(std::byte* data, std::size_t length, bool mapped) noexcept
       : data_(data), length_(length), mapped_(mapped) {}
+  static std::optional<Backing> map_aligned(std::size_t bytes, std::size_t alignment);
   void release() noexcept;
 
   std::byte* data_ = nullptr;
@@ -58,13 +62,16 @@ class AddressSpace {
 
 enum class BlockKind { device, managed, pool };
 
-// One device allocation. It lives while its owner holds it or any other process has it
-// mapped through IPC (cuMemFree with open mappings defers the release, as CUDA does).
+// One device allocation. A managed block's addresses are its backing's host addresses (UVA), so
+// the host reaches its bytes in place; other blocks get simulated device addresses. It lives while
+// its owner holds it or any other process has it mapped through IPC (cuMemFree with open mappings
+// defers the release, as CUDA does).
 struct Block {
   int device = 0;
   std::size_t size = 0;     // as requested
   std::size_t rounded = 0;  // size rounded up to the device alignment (what it costs)
   BlockKind kind = BlockKind::device;
+  unsigned attach_flags = 0;  // managed: cuMemAllocManaged's CU_MEM_ATTACH_GLOBAL or _HOST
   Backing backing;
   std::uint64_t owner = 0;  // process serial
   bool owner_live = true;
@@ -86,7 +93,8 @@ struct SystemState {
   // device's free memory (or the host) cannot hold it.
   std::optional<std::uint64_t> create_block(int device, std::size_t bytes, BlockKind kind,
                                             std::uint64_t owner);
-  // Addresses for a mapping of `block` (its owner's or an importer's).
+  // Addresses for a mapping of `block` (its owner's or an importer's); a managed block's own
+  // host addresses.
   std::optional<CUdeviceptr> reserve_addresses(const Block& block);
   void release_addresses(const Block& block, CUdeviceptr base);
   // Drops one holder of the block (the owner or one importer); frees it with the last.

@@ -5,6 +5,14 @@
 
 namespace emm {
 
+std::shared_ptr<MemoryPointer> BaseCUDAMemoryManager::memallocmanaged(std::size_t /*size*/,
+                                                                      bool /*attach_global*/) {
+  throw NotImplementedError(
+      "memallocmanaged is not implemented by this memory manager: derive from "
+      "HostOnlyCUDAMemoryManager, or override memallocmanaged(size, attach_global), and declare "
+      "managed_memory=true");
+}
+
 Driver& BaseCUDAMemoryManager::driver() const {
   if (context_ == nullptr) {
     // REG-2: the version-probe instance has no context and must make no CUDA call.

@@ -111,6 +111,14 @@ std::shared_ptr<MemoryPointer> Context::memalloc(std::size_t bytesize) {
   return memory_manager_->memalloc(bytesize);
 }
 
+std::shared_ptr<MemoryPointer> Context::memallocmanaged(std::size_t bytesize, bool attach_global) {
+  // As memalloc (ALLOC-4): a zero-size managed array needs no memory; cuMemAllocManaged would
+  // reject 0 with CUDA_ERROR_INVALID_VALUE.
+  if (bytesize == 0) return std::make_shared<MemoryPointer>(this, CUdeviceptr{0}, 0);
+  ensure_initialized();
+  return memory_manager_->memallocmanaged(bytesize, attach_global);
+}
+
 HostAllocation Context::memhostalloc(std::size_t bytesize, bool mapped, bool portable, bool wc) {
   if (bytesize == 0) {
     throw InvalidArgumentError("memhostalloc: size is 0; ask for at least one byte");

@@ -4,6 +4,7 @@
 #include "emm/diagnostics.hpp"
 #include "emm/driver.hpp"
 #include "emm/errors.hpp"
+#include "emm/managed_memory.hpp"
 #include "emm/runtime.hpp"
 
 #include <exception>
@@ -147,6 +148,28 @@ HostAllocation HostOnlyCUDAMemoryManager::mempin(std::shared_ptr<void> owner, vo
     d.mem_host_unregister(pointer);
     throw;
   }
+}
+
+std::shared_ptr<MemoryPointer> HostOnlyCUDAMemoryManager::memallocmanaged(std::size_t size,
+                                                                          bool attach_global) {
+  Driver& d = driver();
+  const unsigned flags = attach_global ? CU_MEM_ATTACH_GLOBAL : CU_MEM_ATTACH_HOST;
+  const CUdeviceptr pointer =
+      attempt_allocation([&d, size, flags] { return d.mem_alloc_managed(size, flags); });
+  const auto key = static_cast<std::uintptr_t>(pointer);
+  auto destructor = [&d, pointer] { d.mem_free(pointer); };
+  std::shared_ptr<ManagedMemory> memory;
+  try {
+    memory = std::make_shared<ManagedMemory>(context(), pointer, size, nullptr,
+                                             deferred_finalizer(key, destructor, size));
+  } catch (...) {
+    d.mem_free(pointer);
+    throw;
+  }
+  // From here the finalizer owns the memory: if tracking throws, it queues the free.
+  track(key, memory);
+  // MANAGED-3: own() keeps refct at 1 at rest, so a view cannot free it early.
+  return memory->own();
 }
 
 void HostOnlyCUDAMemoryManager::initialize() {}

@@ -62,6 +62,13 @@ struct NoIpc : NumbaCUDAMemoryManager {
   }
 };
 
+struct NoManaged : NumbaCUDAMemoryManager {
+  using NumbaCUDAMemoryManager::NumbaCUDAMemoryManager;
+  std::shared_ptr<MemoryPointer> memallocmanaged(std::size_t, bool) override {
+    throw NotImplementedError("this plugin has no managed memory");
+  }
+};
+
 struct LeakyInitialize : NumbaCUDAMemoryManager {
   using NumbaCUDAMemoryManager::NumbaCUDAMemoryManager;
   void initialize() override {
@@ -169,6 +176,31 @@ TEST(ChecksCatchViolations, IPC_7_UndeclaredIpcIsNotSupportedOnlyWithNotImplemen
             "[IPC-7] the plugin declares ipc=false, so get_ipc_handle() must throw "
             "emm::NotImplementedError; it returned a handle (size 4096); declare ipc=true if it "
             "works");
+}
+
+TEST(ChecksCatchViolations,
+     MANAGED_3_UndeclaredManagedMemoryIsNotSupportedUnlessItThrowsOtherwise) {
+  ::testing::Test::RecordProperty("clause", "MANAGED-3");
+  const ClauseResult declined = run(subject<NoManaged>(), "MANAGED-3");
+  EXPECT_EQ(declined.outcome, Outcome::not_supported);
+  EXPECT_EQ(declined.message,
+            "[MANAGED-3] the plugin declares managed_memory=false and memallocmanaged() throws "
+            "NotImplementedError, as required");
+  EXPECT_EQ(run(subject<NoManaged>(), "MANAGED-1").outcome, Outcome::not_supported);
+  // Inherited from HostOnlyCUDAMemoryManager but not declared: left uncertified, not failed.
+  const ClauseResult inherited = run(subject<NumbaCUDAMemoryManager>(), "MANAGED-3");
+  EXPECT_EQ(inherited.outcome, Outcome::not_supported);
+  EXPECT_EQ(inherited.message,
+            "[MANAGED-3] the plugin declares managed_memory=false, yet memallocmanaged(4096, "
+            "attach_global=true) works (inherited from HostOnlyCUDAMemoryManager?): declare "
+            "managed_memory=true to have it certified");
+  // Declared but refused.
+  const ClauseResult refused = run(
+      subject<NoManaged>({.memory_info = true, .ipc = true, .managed_memory = true}), "MANAGED-1");
+  EXPECT_EQ(refused.outcome, Outcome::fail);
+  EXPECT_EQ(refused.message,
+            "[MANAGED-1] memallocmanaged(1, attach_global=true) threw NotImplementedError (this "
+            "plugin has no managed memory) although the plugin declares managed_memory=true");
 }
 
 TEST(ChecksCatchViolations, IPC_1_DeclaredIpcThatThrowsNotImplementedFails) {

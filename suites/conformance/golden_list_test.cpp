@@ -32,7 +32,7 @@ TEST(Catalogue, IsTheEmbeddedTsvWithEveryGroupOfTheSpecification) {
   std::set<std::string> groups;
   for (const Clause& clause : catalogue().clauses()) groups.emplace(clause.group());
   EXPECT_EQ(groups, (std::set<std::string>{"REG", "LIFE", "ALLOC", "FIN", "DEFER", "DEALLOC",
-                                           "INFO", "IPC", "CTX", "PERF"}));
+                                           "INFO", "IPC", "MANAGED", "CTX", "PERF"}));
 }
 
 TEST(Catalogue, LevelsTargetsAndOptionalCapabilitiesFollowTheSpecification) {
@@ -53,6 +53,10 @@ TEST(Catalogue, LevelsTargetsAndOptionalCapabilitiesFollowTheSpecification) {
   EXPECT_EQ(clause("INFO-3").level, Level::should);
   for (const char* ipc : {"IPC-1", "IPC-2", "IPC-7"}) {
     EXPECT_EQ(clause(ipc).optional, emm::find_capability("ipc")) << ipc;
+  }
+  for (const char* managed : {"MANAGED-1", "MANAGED-2", "MANAGED-3"}) {
+    EXPECT_EQ(clause(managed).optional, emm::find_capability("managed_memory")) << managed;
+    EXPECT_EQ(clause(managed).target(), "plugin") << managed;
   }
   for (const char* perf : {"PERF-1", "PERF-2", "PERF-3"}) {
     EXPECT_EQ(clause(perf).level, Level::info) << perf;

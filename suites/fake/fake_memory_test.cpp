@@ -7,7 +7,9 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "fake_test_support.hpp"
@@ -321,6 +323,78 @@ TEST(FakeMemory, ManagedMemoryIsCountedAndFreedByMemFree) {
                           "cuMemAllocManaged", HasSubstr("flags must be CU_MEM_ATTACH_GLOBAL or"));
   driver->mem_free(p);
   EXPECT_EQ(driver->device_bytes_in_use(), 0U);
+}
+
+TEST(FakeMemory, ManagedMemoryIsHostAccessibleInPlaceAndRecordsItsAttachFlag) {
+  auto driver = current_process();
+  const std::size_t size = 4096 + 3;
+  const CUdeviceptr p = driver->mem_alloc_managed(size, CU_MEM_ATTACH_HOST);
+  EXPECT_EQ(p % 512, 0U) << "aligned as the device aligns its pointers";
+  auto* host = reinterpret_cast<unsigned char*>(static_cast<std::uintptr_t>(p));
+
+  // Host writes are read by the driver at the same address, and the other way round.
+  const auto written = pattern(size, 11);
+  std::copy(written.begin(), written.end(), host);
+  std::vector<unsigned char> read(size);
+  driver->memcpy_dtoh(read.data(), p, size);
+  EXPECT_EQ(read, written);
+  const auto copied = pattern(size, 12);
+  driver->memcpy_htod(p, copied.data(), size);
+  EXPECT_TRUE(std::equal(copied.begin(), copied.end(), host));
+  driver->memset_d8(p + 1, 0x5A, size - 1);
+  EXPECT_EQ(host[0], copied[0]);
+  EXPECT_TRUE(std::all_of(host + 1, host + size, [](unsigned char b) { return b == 0x5A; }));
+
+  EXPECT_EQ(driver->managed_attach_flags(p), std::optional<unsigned>(CU_MEM_ATTACH_HOST));
+  EXPECT_EQ(driver->managed_attach_flags(p + size - 1),
+            std::optional<unsigned>(CU_MEM_ATTACH_HOST));
+  EXPECT_EQ(driver->managed_attach_flags(p + size), std::nullopt);
+  const AddressRange range = driver->mem_get_address_range(p + 10);
+  EXPECT_EQ(range.base, p);
+  EXPECT_EQ(range.size, size);
+  EXPECT_EQ(driver->device_bytes_in_use(), size);
+
+  const CUdeviceptr global = driver->mem_alloc_managed(64, CU_MEM_ATTACH_GLOBAL);
+  EXPECT_EQ(driver->managed_attach_flags(global), std::optional<unsigned>(CU_MEM_ATTACH_GLOBAL));
+  const CUdeviceptr device = driver->mem_alloc(64);
+  EXPECT_EQ(driver->managed_attach_flags(device), std::nullopt) << "cuMemAlloc memory";
+
+  driver->mem_free(p);
+  EXPECT_EQ(driver->managed_attach_flags(p), std::nullopt) << "freed";
+  EMM_EXPECT_DRIVER_ERROR(driver->mem_free(p), CUDA_ERROR_INVALID_VALUE, "cuMemFree",
+                          HasSubstr("not a live device allocation"));
+  EXPECT_EQ(driver->invalid_frees(), 1U);
+  driver->mem_free(global);
+  driver->mem_free(device);
+  EXPECT_EQ(driver->device_bytes_in_use(), 0U);
+}
+
+TEST(FakeMemory, ManagedMemoryNeedsExactlyOneAttachFlag) {
+  auto driver = current_process();
+  for (const unsigned flags :
+       {0u, unsigned{CU_MEM_ATTACH_GLOBAL | CU_MEM_ATTACH_HOST}, unsigned{CU_MEM_ATTACH_SINGLE}}) {
+    EMM_EXPECT_DRIVER_ERROR(driver->mem_alloc_managed(64, flags), CUDA_ERROR_INVALID_VALUE,
+                            "cuMemAllocManaged",
+                            HasSubstr("flags must be CU_MEM_ATTACH_GLOBAL or CU_MEM_ATTACH_HOST, "
+                                      "got " +
+                                      std::to_string(flags)));
+  }
+  EXPECT_EQ(driver->live_allocations().size(), 0U);
+}
+
+TEST(FakeMemory, ManagedMemoryFollowsALargeDeviceAlignment) {
+  FakeSystemConfig config;
+  config.devices[0].alignment = std::size_t{1} << 21;
+  auto driver = current_process(config);
+  std::vector<CUdeviceptr> pointers;
+  for (const std::size_t size : {std::size_t{1}, std::size_t{3} << 20}) {
+    const CUdeviceptr p = driver->mem_alloc_managed(size, CU_MEM_ATTACH_GLOBAL);
+    EXPECT_EQ(p % (std::size_t{1} << 21), 0U) << size;
+    driver->memset_d8(p, 1, size);
+    pointers.push_back(p);
+  }
+  for (const CUdeviceptr p : pointers) driver->mem_free(p);
+  EXPECT_EQ(driver->live_allocations().size(), 0U);
 }
 
 TEST(FakeMemory, DevicesHaveSeparateAddressRangesAndAccounting) {

@@ -9,7 +9,7 @@ namespace emm::known_good {
 // are cached until reset() or out of memory, so it does not declare no_caching.
 inline constexpr PluginDeclaration kBlockCacheDeclaration{
     .name = "known-good exact-size block cache",
-    .capabilities = {.memory_info = true, .ipc = true, .thread_safe = true},
+    .capabilities = {.memory_info = true, .ipc = true, .thread_safe = true, .managed_memory = true},
     .defer_cleanup_behaviour =
         "HostOnlyCUDAMemoryManager's: released device blocks and host frees wait in its queue "
         "while a guard lives; device blocks then return to the size cache, freed at reset() or "

@@ -9,7 +9,11 @@ namespace emm::known_good {
 // no_caching.
 inline constexpr PluginDeclaration kBuddyAllocatorDeclaration{
     .name = "known-good buddy allocator",
-    .capabilities = {.memory_info = true, .ipc = true, .thread_safe = true, .pooling = true},
+    .capabilities = {.memory_info = true,
+                     .ipc = true,
+                     .thread_safe = true,
+                     .pooling = true,
+                     .managed_memory = true},
     .defer_cleanup_behaviour =
         "HostOnlyCUDAMemoryManager's: released device blocks and host frees wait in its queue "
         "while a guard lives; blocks then rejoin their buddies; chunks are kept until reset()"};

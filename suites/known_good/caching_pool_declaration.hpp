@@ -9,7 +9,11 @@ namespace emm::known_good {
 // no_caching: the driver's figures say nothing about whether a block it released was freed.
 inline constexpr PluginDeclaration kCachingPoolDeclaration{
     .name = "known-good caching pool",
-    .capabilities = {.memory_info = true, .ipc = true, .thread_safe = true, .pooling = true},
+    .capabilities = {.memory_info = true,
+                     .ipc = true,
+                     .thread_safe = true,
+                     .pooling = true,
+                     .managed_memory = true},
     .defer_cleanup_behaviour =
         "holds the HostOnly guard (host frees wait for its queue); device blocks released inside "
         "the scope stay out of the pool until the outermost guard ends; chunks are kept until "

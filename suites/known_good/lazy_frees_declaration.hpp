@@ -9,7 +9,7 @@ namespace emm::known_good {
 // does not declare no_caching.
 inline constexpr PluginDeclaration kLazyFreesDeclaration{
     .name = "known-good lazy frees",
-    .capabilities = {.memory_info = true, .ipc = true, .thread_safe = true},
+    .capabilities = {.memory_info = true, .ipc = true, .thread_safe = true, .managed_memory = true},
     .defer_cleanup_behaviour =
         "holds the HostOnly guard (host frees wait for its queue); released device blocks wait "
         "in the plugin's own list, which the next memalloc after the outermost guard frees"};

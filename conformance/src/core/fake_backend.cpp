@@ -28,6 +28,9 @@ class FakeBackend final : public Backend {
     }
     return std::nullopt;
   }
+  std::optional<unsigned> managed_attach_flags(CUdeviceptr pointer) override {
+    return fake_->managed_attach_flags(pointer).value_or(0u);
+  }
 
   std::optional<std::size_t> host_allocation_count() override {
     return fake_->host_allocation_count();

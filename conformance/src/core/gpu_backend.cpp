@@ -52,6 +52,8 @@ class GpuBackend final : public Backend {
       return std::nullopt;
     }
   }
+  // No driver query reports a managed allocation's attach flag.
+  std::optional<unsigned> managed_attach_flags(CUdeviceptr) override { return std::nullopt; }
 
   std::optional<std::size_t> host_allocation_count() override { return std::nullopt; }
   std::optional<std::size_t> host_registration_count() override { return std::nullopt; }

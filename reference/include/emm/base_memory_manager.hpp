@@ -20,6 +20,8 @@
 //    context()->driver() for every CUDA call.
 //  * get_memory_info() and get_ipc_handle() may throw NotImplementedError when the plugin
 //    declares the capability absent (INFO-2, IPC-7).
+//  * memallocmanaged() is optional: the default throws NotImplementedError; a plugin that
+//    overrides it (HostOnlyCUDAMemoryManager does) declares managed_memory (MANAGED-*).
 //  * interface_version() returns 1.
 //
 // Thread-safety: the host does not serialise calls into a plugin. A plugin that declares
@@ -61,6 +63,11 @@ class BaseCUDAMemoryManager {
   // Pins [pointer, pointer + size) of existing host memory kept alive by `owner`.
   virtual HostAllocation mempin(std::shared_ptr<void> owner, void* pointer, std::size_t size,
                                 bool mapped = false) = 0;
+  // Managed (unified) memory of `size` (> 0) bytes: a ManagedMemory (or its own()) from
+  // cuMemAllocManaged with CU_MEM_ATTACH_GLOBAL, or CU_MEM_ATTACH_HOST when !attach_global.
+  // Not in NBEP 7's interface (numba#6328): this default throws NotImplementedError.
+  virtual std::shared_ptr<MemoryPointer> memallocmanaged(std::size_t size,
+                                                         bool attach_global = true);
   virtual void initialize() = 0;
   virtual IpcHandle get_ipc_handle(const std::shared_ptr<MemoryPointer>& memory) = 0;
   virtual MemoryInfo get_memory_info() = 0;

@@ -4,6 +4,9 @@
 // delegates to it (spec 2.5):
 //   memalloc(0)            -> a null pointer of size 0; the plugin is not called (ALLOC-4)
 //   memalloc(n)            -> plugin.memalloc(n), exceptions unchanged (ALLOC-9)
+//   memallocmanaged(0, g)  -> a null pointer of size 0; the plugin is not called (as memalloc)
+//   memallocmanaged(n, g)  -> plugin.memallocmanaged(n, g), exceptions unchanged (a plugin
+//                             without managed memory throws NotImplementedError)
 //   memhostalloc / mempin  -> plugin; mempin(mapped) on a device that cannot map host memory
 //                             throws UnsupportedError first (ALLOC-8)
 //   get_ipc_handle         -> plugin; without CUDA IPC throws UnsupportedError first (IPC-6)
@@ -65,6 +68,7 @@ class Context {
   void make_current();
 
   std::shared_ptr<MemoryPointer> memalloc(std::size_t bytesize);
+  std::shared_ptr<MemoryPointer> memallocmanaged(std::size_t bytesize, bool attach_global = true);
   HostAllocation memhostalloc(std::size_t bytesize, bool mapped = false, bool portable = false,
                               bool wc = false);
   HostAllocation mempin(std::shared_ptr<void> owner, void* pointer, std::size_t size,

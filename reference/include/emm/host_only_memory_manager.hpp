@@ -1,8 +1,8 @@
 // emm/host_only_memory_manager.hpp — HostOnlyCUDAMemoryManager (NBEP 7).
 //
-// Implements the host side of a plugin — memhostalloc, mempin, initialize, reset and
-// defer_cleanup — with its own `allocations` table and pending-deallocation queue, so a plugin
-// author writes only memalloc, get_memory_info, get_ipc_handle and interface_version.
+// Implements the host side of a plugin — memhostalloc, mempin, memallocmanaged, initialize,
+// reset and defer_cleanup — with its own `allocations` table and pending-deallocation queue, so a
+// plugin author writes only memalloc, get_memory_info, get_ipc_handle and interface_version.
 //
 // NBEP 7 rules for subclasses (checked by DEFER-3 and LIFE-7):
 //  * an override of initialize() or reset() calls this class's version;
@@ -18,7 +18,9 @@
 // allocations still referenced by callers at once (their finalizers then do nothing), as
 // Numba's does through its weak proxies.
 //
-// Out of memory: memhostalloc/mempin retry once after a flush, and only when mapped.
+// Out of memory: memhostalloc/mempin retry once after a flush, and only when mapped;
+// memallocmanaged always does (as Numba's). Managed memory is freed with cuMemFree through the
+// queue, like device memory.
 // mempin's finalizer unpins at once, even inside defer_cleanup (ALLOC-7).
 //
 // Thread-safety: all members are safe to call concurrently.
@@ -44,6 +46,9 @@ class HostOnlyCUDAMemoryManager : public BaseCUDAMemoryManager {
                               bool wc = false) override;
   HostAllocation mempin(std::shared_ptr<void> owner, void* pointer, std::size_t size,
                         bool mapped = false) override;
+  // cuMemAllocManaged with the attach flag; returns ManagedMemory::own(), tracked for reset().
+  std::shared_ptr<MemoryPointer> memallocmanaged(std::size_t size,
+                                                 bool attach_global = true) override;
   // Nothing to do for the host side; subclasses call it from their initialize().
   void initialize() override;
   // Frees every allocation this manager made that is still alive, then flushes the queue.

@@ -1,6 +1,6 @@
-// The zoo's second baseline: the same pool declaring neither memory info nor IPC. Must be
-// CERTIFIED with INFO-1/IPC-1/IPC-2/IPC-7 not_supported (INFO-2 and IPC-7 accept its
-// NotImplementedError).
+// The zoo's second baseline: the same pool declaring neither memory info, IPC nor managed
+// memory. Must be CERTIFIED with INFO-1/IPC-1/IPC-2/IPC-7/MANAGED-* not_supported (INFO-2,
+// IPC-7 and MANAGED-3 accept its NotImplementedError).
 #include "baseline_pool.hpp"
 
 EMM_EXPORT_MEMORY_MANAGER(emm::zoo::BaselineNoOptional,

@@ -83,4 +83,10 @@ IpcHandle BaselineNoOptional::get_ipc_handle(const std::shared_ptr<MemoryPointer
       "get_ipc_handle: this plugin does not support CUDA IPC (Capabilities::ipc is false)");
 }
 
+std::shared_ptr<MemoryPointer> BaselineNoOptional::memallocmanaged(std::size_t, bool) {
+  throw NotImplementedError(
+      "memallocmanaged: this plugin does not allocate managed memory "
+      "(Capabilities::managed_memory is false)");
+}
+
 }  // namespace emm::zoo

@@ -11,8 +11,9 @@
 //    the pool's unused bytes (INFO-1);
 //  * the constructor makes no CUDA call (REG-2, LIFE-4); reset() frees every slab (LIFE-7) and
 //    may come first (LIFE-5); it is thread-safe (ALLOC-10).
-// BaselineNoOptional is the same plugin declaring neither memory info nor IPC: both throw
-// NotImplementedError (INFO-2, IPC-7).
+//  * memallocmanaged is HostOnlyCUDAMemoryManager's (MANAGED-1/2/3).
+// BaselineNoOptional is the same plugin declaring neither memory info, IPC nor managed memory:
+// all three throw NotImplementedError (INFO-2, IPC-7, MANAGED-3).
 //
 // A zoo plugin derives from one of them and changes exactly one thing, for example:
 //
@@ -65,9 +66,12 @@ class BaselineNoOptional : public BaselinePool {
   using BaselinePool::BaselinePool;
   MemoryInfo get_memory_info() override;                                            // INFO-2
   IpcHandle get_ipc_handle(const std::shared_ptr<MemoryPointer>& memory) override;  // IPC-7
+  std::shared_ptr<MemoryPointer> memallocmanaged(std::size_t size,
+                                                 bool attach_global = true) override;  // MANAGED-3
 };
 
-// What BaselinePool declares; a zoo plugin changes one field at most (DEFER-6, INFO-2, IPC-7).
+// What BaselinePool declares; a zoo plugin changes one field at most (DEFER-6, INFO-2, IPC-7,
+// MANAGED-3).
 constexpr PluginDeclaration baseline_declaration(const char* name) {
   return PluginDeclaration{.name = name,
                            .capabilities = {.memory_info = true,
@@ -75,17 +79,19 @@ constexpr PluginDeclaration baseline_declaration(const char* name) {
                                             .thread_safe = true,
                                             .runs_on_fake_driver = true,
                                             .pooling = true,
-                       .no_caching = true},
+                                            .no_caching = true,
+                                            .managed_memory = true},
                            .defer_cleanup_behaviour =
                                "holds the host queue and keeps emptied slabs allocated until "
                                "the outermost guard ends, then frees them"};
 }
 
-// The baseline declaring neither memory info nor IPC (BaselineNoOptional).
+// The baseline declaring neither memory info, IPC nor managed memory (BaselineNoOptional).
 constexpr PluginDeclaration no_optional_declaration(const char* name) {
   PluginDeclaration declaration = baseline_declaration(name);
   declaration.capabilities.memory_info = false;
   declaration.capabilities.ipc = false;
+  declaration.capabilities.managed_memory = false;
   return declaration;
 }
 

@@ -123,6 +123,11 @@ class RecordingPlugin : public NumbaCUDAMemoryManager {
     if (!initialized_) throw std::logic_error("mempin called before initialize");
     return NumbaCUDAMemoryManager::mempin(std::move(owner), pointer, size, mapped);
   }
+  std::shared_ptr<MemoryPointer> memallocmanaged(std::size_t size, bool attach_global) override {
+    log("memallocmanaged");
+    if (!initialized_) throw std::logic_error("memallocmanaged called before initialize");
+    return NumbaCUDAMemoryManager::memallocmanaged(size, attach_global);
+  }
   void initialize() override {
     log("initialize");
     in_initialize_ = true;  // the parent's own get_memory_info() call is not a host call

@@ -52,6 +52,11 @@ class Backend {
   // The driver allocation [base, base + size) that `pointer` lies in, if the driver knows one
   // (fake: live cuMemAlloc/managed/pool blocks; gpu: cuMemGetAddressRange).
   virtual std::optional<AddressRange> driver_block(CUdeviceptr pointer) = 0;
+  // The attach flag cuMemAllocManaged was given for the managed allocation holding `pointer`:
+  // CU_MEM_ATTACH_GLOBAL or CU_MEM_ATTACH_HOST, 0 when no managed allocation holds it (fake:
+  // its records); std::nullopt where the driver cannot be asked (gpu: no driver query reports
+  // the flag).
+  virtual std::optional<unsigned> managed_attach_flags(CUdeviceptr pointer) = 0;
 
   // --- host memory -------------------------------------------------------------------------------
   // Live cuMemHostAlloc blocks / cuMemHostRegister ranges of this process.

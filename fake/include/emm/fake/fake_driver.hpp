@@ -44,6 +44,13 @@
 //     this process, else CUDA_ERROR_INVALID_VALUE (counted by invalid_accesses()); a copy of
 //     0 bytes touches nothing and succeeds. Stricter than the GPU, where an overrun into
 //     neighbouring memory may go unnoticed.
+//   * Managed memory (cuMemAllocManaged) is device memory that the host reaches in place, as on
+//     a unified-addressing GPU: its device address is a real host address (aligned as the
+//     device's pointers are), copies and memsets reach it, and it counts in cuMemGetInfo and
+//     bytes_in_use like cuMemAlloc memory (a GPU counts it where it resides). Flags other than
+//     exactly one of CU_MEM_ATTACH_GLOBAL / CU_MEM_ATTACH_HOST, or bytesize 0 ->
+//     CUDA_ERROR_INVALID_VALUE; managed_attach_flags() reports the flag it was made with.
+//     cuMemFree frees it; it cannot be exported through IPC.
 //   * Mapped host memory: the device address is the host address (UVA). Stricter than a UVA
 //     driver, cuMemHostGetDevicePointer insists that the memory was allocated with
 //     CU_MEMHOSTALLOC_DEVICEMAP or registered with CU_MEMHOSTREGISTER_DEVICEMAP (so a plugin
@@ -126,6 +133,9 @@ class FakeDriver : public Driver, public std::enable_shared_from_this<FakeDriver
   std::optional<unsigned> host_allocation_flags(const void* pointer) const;
   // The flags of a live cuMemHostRegister range (by its registered start); nullopt if none.
   std::optional<unsigned> host_registration_flags(const void* pointer) const;
+  // The attach flag (CU_MEM_ATTACH_GLOBAL or CU_MEM_ATTACH_HOST) of the live cuMemAllocManaged
+  // allocation of this process holding `pointer`; nullopt if none holds it.
+  std::optional<unsigned> managed_attach_flags(CUdeviceptr pointer) const;
   // This process's retains of `device`'s primary context not yet released.
   int primary_ctx_retain_count(int device) const;
   // Whether that context exists (retained, and not destroyed since: cuDevicePrimaryCtxGetState's

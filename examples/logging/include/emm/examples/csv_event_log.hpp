@@ -2,9 +2,10 @@
 //
 // One line per event, with the header
 //   event,device,address,size,free,total,start,end
-// event: memalloc, free, memhostalloc, mempin, initialize, reset, get_memory_info,
-//        get_ipc_handle, defer_cleanup_enter, defer_cleanup_exit, or <name>_failed when the
-//        wrapped plugin threw; device: the context's device ordinal (-1 without a context);
+// event: memalloc, free, memhostalloc, mempin, memallocmanaged, initialize, reset,
+//        get_memory_info, get_ipc_handle, defer_cleanup_enter, defer_cleanup_exit, or
+//        <name>_failed when the wrapped plugin threw; device: the context's device ordinal (-1
+//        without a context);
 // address: hex device pointer (host pointer for memhostalloc/mempin), empty when none;
 // size: bytes; free,total: the figures a get_memory_info event returned, empty otherwise;
 // start,end: CLOCK_MONOTONIC nanoseconds around the call into the wrapped plugin.

@@ -29,6 +29,8 @@ class ForwardingMemoryManager : public BaseCUDAMemoryManager {
                               bool wc = false) override;
   HostAllocation mempin(std::shared_ptr<void> owner, void* pointer, std::size_t size,
                         bool mapped = false) override;
+  std::shared_ptr<MemoryPointer> memallocmanaged(std::size_t size,
+                                                 bool attach_global = true) override;
   void initialize() override;
   IpcHandle get_ipc_handle(const std::shared_ptr<MemoryPointer>& memory) override;
   MemoryInfo get_memory_info() override;

@@ -22,7 +22,8 @@
 // the decorated plugin therefore frees exactly when, and as often as, it would have (FIN-1), and
 // the free is logged. get_ipc_handle hands the decorated plugin its own view of the same bytes
 // and returns that plugin's handle and offset with the caller's view as the base (IPC-1). Host
-// allocations are returned as the decorated plugin made them (logged when made). The decorator
+// allocations and managed memory are returned as the decorated plugin made them (logged when
+// made; a ManagedMemory stays one, MANAGED-1). The decorator
 // makes no driver call of its own.
 //
 // Thread-safety: as Base's; the log is thread-safe.
@@ -87,6 +88,21 @@ class Logging : public Base {
     recorder_->record("memhostalloc", address(allocation.host_pointer()), size, start,
                       CsvEventLog::now_ns());
     return allocation;
+  }
+
+  std::shared_ptr<MemoryPointer> memallocmanaged(std::size_t size,
+                                                 bool attach_global = true) override {
+    const std::int64_t start = CsvEventLog::now_ns();
+    std::shared_ptr<MemoryPointer> memory;
+    try {
+      memory = Base::memallocmanaged(size, attach_global);
+    } catch (...) {
+      recorder_->record("memallocmanaged_failed", std::nullopt, size, start, CsvEventLog::now_ns());
+      throw;
+    }
+    recorder_->record("memallocmanaged", address(memory->device_pointer()), size, start,
+                      CsvEventLog::now_ns());
+    return memory;
   }
 
   HostAllocation mempin(std::shared_ptr<void> owner, void* pointer, std::size_t size,

@@ -13,7 +13,11 @@ using LoggingOverPool = LoggingOver<PoolMemoryManager>;
 
 inline constexpr PluginDeclaration kLoggingOverPoolDeclaration{
     .name = "logging(pool)",
-    .capabilities = {.memory_info = true, .ipc = true, .thread_safe = true, .pooling = true},
+    .capabilities = {.memory_info = true,
+                     .ipc = true,
+                     .thread_safe = true,
+                     .pooling = true,
+                     .managed_memory = true},
     .defer_cleanup_behaviour =
         "the pool's, logged as defer_cleanup_enter/exit: holds HostOnlyCUDAMemoryManager's guard "
         "(host frees deferred) and keeps every slab that becomes empty; when the last guard "

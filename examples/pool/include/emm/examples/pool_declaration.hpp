@@ -8,7 +8,11 @@ namespace emm::examples {
 
 inline constexpr PluginDeclaration kPoolDeclaration{
     .name = "pool",
-    .capabilities = {.memory_info = true, .ipc = true, .thread_safe = true, .pooling = true},
+    .capabilities = {.memory_info = true,
+                     .ipc = true,
+                     .thread_safe = true,
+                     .pooling = true,
+                     .managed_memory = true},  // HostOnlyCUDAMemoryManager's
     .defer_cleanup_behaviour =
         "holds HostOnlyCUDAMemoryManager's guard (host frees deferred) and keeps every slab "
         "that becomes empty; when the last guard ends, empty slabs beyond one 2 MiB slab per "

@@ -13,7 +13,8 @@ inline constexpr PluginDeclaration kStreamOrderedDeclaration{
             .memory_info = true,
             .ipc = false,  // IPC-7: cuIpcGetMemHandle cannot export CUmemoryPool memory (README)
             .thread_safe = true,
-            .pooling = true,  // the CUmemoryPool keeps up to 64 MiB of freed memory reserved
+            .pooling = true,         // the CUmemoryPool keeps up to 64 MiB of freed memory reserved
+            .managed_memory = true,  // HostOnlyCUDAMemoryManager's memallocmanaged
         },
     .defer_cleanup_behaviour =
         "HostOnlyCUDAMemoryManager's: cuMemFreeAsync + stream synchronisation wait in the "
