@@ -10,7 +10,7 @@
 set -euo pipefail
 
 packages=(cmake ninja-build g++ libgtest-dev libgmock-dev libbenchmark-dev libboost-test-dev
-          clang-format python3)
+          clang-format python3 python3-jsonschema)
 
 is_installed() {
   dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed'
