@@ -11,7 +11,8 @@ set -euo pipefail
 
 packages=(cmake ninja-build g++ libgtest-dev libgmock-dev libbenchmark-dev libboost-test-dev
           clang-format python3
-          chromium)  # the HTML certificate's rendering test
+          python3-jsonschema  # the JSON reports are validated against docs/report.schema.json
+          chromium)           # the HTML certificate's rendering test
 
 is_installed() {
   dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed'

@@ -20,6 +20,7 @@
 #include "emm/conformance/report_writers.hpp"
 #include "emm/conformance/text_escaping.hpp"
 #include "emm/errors.hpp"
+#include "runner/report_format.hpp"
 
 namespace emm::conformance {
 namespace {
@@ -252,7 +253,7 @@ int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   report.catalogue_version = catalogue().version();
   if (!probe.loaded) {
     err << "emm-certify: could not load the plugin " << visible_text(options.plugin_path) << ": "
-        << visible_text(probe.failure) << "\n";
+        << report_format::console_text(probe.failure) << "\n";
     report.plugin_loaded = false;
     report.load_failure = probe.failure;
     report.plugin.description.path = options.plugin_path;
@@ -263,7 +264,7 @@ int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   } else {
     const Capabilities& capabilities = probe.description.capabilities;
     report.plugin = PluginInfo{probe.description, probe.interface_version};
-    out << "plugin '" << visible_text(probe.description.name) << "', declares:";
+    out << "plugin '" << report_format::console_text(probe.description.name) << "', declares:";
     for (const CapabilityField& field : kCapabilityFields) {
       if (declared(capabilities, field)) out << " " << field.name;
     }
@@ -271,7 +272,7 @@ int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
     if (!probe.interface_version) {
       err << "emm-certify: warning: could not read interface_version() from a null-context "
              "instance ("
-          << visible_text(probe.interface_problem) << "; REG-1/REG-2 report why)\n";
+          << report_format::console_text(probe.interface_problem) << "; REG-1/REG-2 report why)\n";
     }
     // Each backend's availability is decided once, here; children run what they are given.
     std::vector<ClauseJob> jobs;

@@ -21,8 +21,10 @@ using Clock = std::chrono::steady_clock;
 constexpr std::string_view kCommandMagic = "EMMRUN1\n";
 constexpr std::string_view kAnswerMagic = "EMMANS1\n";
 // A child that could not load the plugin it was given (it loaded in the probe: something
-// changed, or the load is not repeatable).
-constexpr int kExitCannotLoad = 3;
+// changed, or the load is not repeatable). Beside the process utility's own statuses
+// (kExitChannelLost, kExitUncaughtException), far from the small numbers a plugin passes to
+// exit(), so that a plugin's exit(3) is not reported as a load failure.
+constexpr int kExitCannotLoad = 120;
 
 // What the parent asks a child to run.
 struct Command {
@@ -187,7 +189,9 @@ ClauseResult ended_without_answer(const ClauseJob& job, const ChildEnd& end, std
                      std::move(output), end.duration_ms);
     case ChildEnd::Kind::exited:
       if (end.exit_status == kExitCannotLoad) {
-        return failure(job, Outcome::crash, "the process could not load the plugin",
+        return failure(job, Outcome::crash,
+                       "the process could not load the plugin (exit status " +
+                           std::to_string(kExitCannotLoad) + ")",
                        std::move(output), end.duration_ms);
       }
       if (end.exit_status == kExitChannelLost) {

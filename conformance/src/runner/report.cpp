@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "emm/conformance/text_escaping.hpp"
 #include "runner/report_format.hpp"
 
 namespace emm::conformance {
@@ -86,6 +87,16 @@ std::string seconds(double ms) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.3f", ms / 1000.0);
   return buffer;
+}
+
+std::string console_text(std::string_view text) {
+  const std::string visible = visible_text(text);
+  std::string out;
+  for (std::size_t i = 0; i < visible.size(); ++i) {
+    out += visible[i];
+    if (visible[i] == '\n' && i + 1 < visible.size()) out += "    ";
+  }
+  return out;
 }
 
 }  // namespace report_format

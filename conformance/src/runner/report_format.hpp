@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "emm/conformance/report.hpp"
@@ -21,5 +22,9 @@ std::string cell(const ClauseResult* result, const BackendStatus& backend);
 std::string covered(const CertificationReport& report);
 // "1.234" seconds.
 std::string seconds(double ms);
+// Plugin text on the console: visible_text(), with every line after the first indented, so that
+// no line of it starts where the certifier's own lines do (a plugin's "VERDICT: CERTIFIED" line
+// is shown as part of the quoted text, never as a verdict).
+std::string console_text(std::string_view text);
 
 }  // namespace emm::conformance::report_format

@@ -1,5 +1,6 @@
 // The console rendering of a Certificate (report_writers.hpp). Everything a plugin supplied is
-// passed through visible_text(): a terminal shows it, it does not act on it.
+// passed through console_text(): a terminal shows it, it does not act on it, and none of its
+// lines can pass for one of the certifier's.
 #include <cstdio>
 #include <sstream>
 
@@ -36,10 +37,10 @@ std::string to_text(const Certificate& certificate) {
   }
   auto item = [&out](const ClauseResult& r, const std::string& text) {
     out << r.clause->id << " (" << to_string(r.backend) << ", " << to_string(r.outcome)
-        << "): " << visible_text(text) << "\n";
+        << "): " << console_text(text) << "\n";
   };
   if (!report.plugin_loaded) {
-    out << "\nThe plugin could not be loaded: " << visible_text(report.load_failure) << "\n";
+    out << "\nThe plugin could not be loaded: " << console_text(report.load_failure) << "\n";
   } else if (!verdict.failures.empty()) {
     out << "\nFailed MUST clauses:\n";
     for (const std::size_t i : verdict.failures) {
@@ -59,7 +60,7 @@ std::string to_text(const Certificate& certificate) {
     for (const std::string& what : r.unobserved) {
       if (!header) out << "\nNot observable (those parts were not checked there):\n";
       header = true;
-      out << "  " << visible_text(unobserved_note(r, what)) << "\n";
+      out << "  " << console_text(unobserved_note(r, what)) << "\n";
     }
   }
   out << "\n" << visible_text(covered(report)) << "\n";
