@@ -21,19 +21,19 @@
 // and certifies that it copes (ALLOC-10) or documents that it is not thread-safe.
 #pragma once
 
-#include "emm/base_memory_manager.hpp"
-#include "emm/driver.hpp"
-#include "emm/pending_deallocs.hpp"
-#include "emm/event.hpp"
-#include "emm/module.hpp"
-#include "emm/stream.hpp"
-
 #include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include "emm/base_memory_manager.hpp"
+#include "emm/driver.hpp"
+#include "emm/event.hpp"
+#include "emm/module.hpp"
+#include "emm/pending_deallocs.hpp"
+#include "emm/stream.hpp"
 
 namespace emm {
 
@@ -71,9 +71,12 @@ class Context {
                         bool mapped = false);
   MemoryInfo get_memory_info();
   IpcHandle get_ipc_handle(const std::shared_ptr<MemoryPointer>& memory);
-  // Maps another process's allocation (cuIpcOpenMemHandle); not through the plugin. The
-  // returned pointer has no finalizer: IpcHandle::close() unmaps it.
-  std::shared_ptr<MemoryPointer> open_ipc_handle(const CUipcMemHandle& handle, std::size_t size);
+  // Maps another process's allocation (cuIpcOpenMemHandle); not through the plugin. Returns
+  // the mapping's first offset + size bytes, with no finalizer: IpcHandle::close() unmaps it.
+  // Throws IpcRangeError, with nothing left mapped, when [offset, offset + size) is not inside
+  // the block the driver mapped (cuMemGetAddressRange of the mapping).
+  std::shared_ptr<MemoryPointer> open_ipc_handle(const CUipcMemHandle& handle, std::size_t offset,
+                                                 std::size_t size);
   CleanupGuard defer_cleanup();
   void reset();
 
