@@ -69,7 +69,8 @@ Context::~Context() {
   }
   {
     std::lock_guard lock(modules_mutex_);
-    modules_.clear();
+    modules_.clear();  // the modules only the context held queue their unloads
+    destroy_outstanding(loaded_, [this](CUmodule m) { driver_.module_unload(m); });
     destroy_outstanding(streams_, [this](CUstream s) { driver_.stream_destroy(s); });
     destroy_outstanding(events_, [this](CUevent e) { driver_.event_destroy(e); });
   }
@@ -241,6 +242,7 @@ std::shared_ptr<Module> Context::load_module(const void* image) {
   auto module = std::make_shared<Module>(driver_, driver_.module_load_data(image), deallocations_);
   std::lock_guard lock(modules_mutex_);
   modules_.push_back(module);
+  remember(loaded_, module);
   return module;
 }
 

@@ -163,9 +163,17 @@ std::shared_ptr<MemoryPointer> IpcHandle::open_staged(Context& context) {
   Context& source = context.runtime().context_for_identity(*source_info_);
   std::shared_ptr<MemoryPointer> mapping = source.open_ipc_handle(handle_, offset_, size_);
   const CUdeviceptr mapped = mapping->device_pointer();
+  // cuIpcCloseMemHandle needs no current context: a failure to switch never skips the close
+  // (the mapping would leak), and is reported after it.
   auto close_source = [&] {
-    source.make_current();
+    std::exception_ptr switch_error;
+    try {
+      source.make_current();
+    } catch (...) {
+      switch_error = std::current_exception();
+    }
     source.driver().ipc_close_mem_handle(mapped);
+    if (switch_error) std::rethrow_exception(switch_error);
   };
   std::shared_ptr<MemoryPointer> copy;
   try {
@@ -173,7 +181,11 @@ std::shared_ptr<MemoryPointer> IpcHandle::open_staged(Context& context) {
     context.make_current();
     context.driver().memcpy_dtod(copy->device_pointer(), mapped + offset_, size_);
   } catch (...) {
-    close_source();
+    try {
+      close_source();
+    } catch (const std::exception& error) {
+      Diagnostics::ignored_exception("IpcHandle::open (staged)", error.what());
+    }
     throw;
   }
   close_source();

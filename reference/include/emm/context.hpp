@@ -103,10 +103,12 @@ class Context {
   std::unique_ptr<BaseCUDAMemoryManager> memory_manager_;
   std::atomic<bool> initialized_{false};
   std::mutex init_mutex_;
-  mutable std::mutex modules_mutex_;  // guards modules_, streams_ and events_
+  mutable std::mutex modules_mutex_;  // guards modules_, loaded_, streams_ and events_
   std::vector<std::shared_ptr<Module>> modules_;
-  // Streams and events the caller may still hold when the context goes: destroyed then, as the
-  // driver destroys a primary context's objects (their own destructors then find no queue).
+  // Streams, events and modules the caller may still hold when the context goes (a module
+  // outlives reset() while held): destroyed then, as the driver destroys a primary context's
+  // objects (their own destructors then find no queue).
+  std::vector<std::weak_ptr<Module>> loaded_;
   std::vector<std::weak_ptr<Stream>> streams_;
   std::vector<std::weak_ptr<Event>> events_;
 };
