@@ -654,6 +654,34 @@ TEST_F(StagedIpc, IPC_3_StagedViewPastTheMappedBlockIsRefusedBeforeAnyAllocation
   EXPECT_EQ(importer_->invalid_accesses(), 0u);
 }
 
+TEST_F(StagedIpc, IPC_3_AStagedOpenThatCannotSwitchContextsClosesItsSourceMapping) {
+  EMM_CLAUSE("IPC-3");
+  Context& destination = importing_.get_context(1);  // another device, no peer access: staged
+  importing_.get_context(0);
+  // Count the context switches of one staged open, then fail each of them in turn.
+  std::size_t switches = 0;
+  {
+    destination.make_current();
+    IpcHandle handle = IpcHandle::deserialize(exported_bytes());
+    const std::size_t before = importer_->call_count(DriverCall::cuCtxSetCurrent);
+    handle.open(destination);
+    switches = importer_->call_count(DriverCall::cuCtxSetCurrent) - before;
+  }
+  ASSERT_GE(switches, 2u) << "a staged open switches to the source device and back";
+  for (std::size_t nth = 1; nth <= switches; ++nth) {
+    SCOPED_TRACE("context switch " + std::to_string(nth) + " of " + std::to_string(switches));
+    destination.make_current();
+    IpcHandle handle = IpcHandle::deserialize(exported_bytes());
+    importer_->fail_call(DriverCall::cuCtxSetCurrent, CUDA_ERROR_UNKNOWN, nth);
+    EMM_EXPECT_DRIVER_ERROR(handle.open(destination), CUDA_ERROR_UNKNOWN, "cuCtxSetCurrent",
+                            HasSubstr("failure injected"));
+    EXPECT_FALSE(handle.is_open());
+    EXPECT_EQ(importer_->ipc_mapping_count(), 0u) << "the source mapping is closed all the same";
+  }
+  destination.reset();
+  EXPECT_EQ(importer_->device_bytes_in_use(), 0u) << "the copies were released";
+}
+
 TEST_F(Ipc, IPC_3_FailingAddressRangeQueryClosesTheMapping) {
   EMM_CLAUSE("IPC-3");
   Context& destination = importing_.get_context(0);
