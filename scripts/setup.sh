@@ -9,8 +9,9 @@
 # headers are needed (cuda.h); nothing links libcuda, which is loaded at run time when present.
 set -euo pipefail
 
+# clang and libclang-rt-14-dev (libFuzzer and the sanitizer runtimes) build the fuzz preset.
 packages=(cmake ninja-build g++ libgtest-dev libgmock-dev libbenchmark-dev libboost-test-dev
-          clang-format python3
+          clang-format python3 clang libclang-rt-14-dev
           python3-jsonschema  # the JSON reports are validated against docs/report.schema.json
           chromium)           # the HTML certificate's rendering test
 

@@ -1,11 +1,12 @@
 #include "emm/context.hpp"
 
+#include <exception>
+#include <limits>
+#include <string>
+
 #include "emm/diagnostics.hpp"
 #include "emm/errors.hpp"
 #include "emm/runtime.hpp"
-
-#include <exception>
-#include <string>
 
 namespace emm {
 namespace {
@@ -68,7 +69,8 @@ Context::~Context() {
   }
   {
     std::lock_guard lock(modules_mutex_);
-    modules_.clear();
+    modules_.clear();  // the modules only the context held queue their unloads
+    destroy_outstanding(loaded_, [this](CUmodule m) { driver_.module_unload(m); });
     destroy_outstanding(streams_, [this](CUstream s) { driver_.stream_destroy(s); });
     destroy_outstanding(events_, [this](CUevent e) { driver_.event_destroy(e); });
   }
@@ -161,15 +163,36 @@ IpcHandle Context::get_ipc_handle(const std::shared_ptr<MemoryPointer>& memory) 
 }
 
 std::shared_ptr<MemoryPointer> Context::open_ipc_handle(const CUipcMemHandle& handle,
-                                                        std::size_t size) {
+                                                        std::size_t offset, std::size_t size) {
   if (!supports_ipc()) {
     throw UnsupportedError("CUDA IPC is not supported on this platform (it needs Linux)");
+  }
+  if (size > std::numeric_limits<std::size_t>::max() - offset) {
+    throw InvalidArgumentError("IpcHandle offset " + std::to_string(offset) + " + size " +
+                               std::to_string(size) +
+                               " overflows; pass the exact bytes IpcHandle::serialize() produced");
   }
   make_current();
   // Not through the plugin, and no finalizer: IpcHandle::close() unmaps it.
   const CUdeviceptr pointer =
       driver_.ipc_open_mem_handle(handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
-  return std::make_shared<MemoryPointer>(this, pointer, size);
+  try {
+    // The 64-byte driver handle names a block; the size and offset beside it are the exporter's
+    // word only. A view past what the driver mapped would hand out bytes of another allocation.
+    const AddressRange mapped = driver_.mem_get_address_range(pointer);
+    const std::size_t available = pointer >= mapped.base && pointer - mapped.base < mapped.size
+                                      ? mapped.size - (pointer - mapped.base)
+                                      : 0;
+    if (offset + size > available) throw IpcRangeError(offset, size, available);
+    return std::make_shared<MemoryPointer>(this, pointer, offset + size);
+  } catch (...) {
+    try {
+      driver_.ipc_close_mem_handle(pointer);
+    } catch (const std::exception& error) {
+      Diagnostics::ignored_exception("Context::open_ipc_handle", error.what());
+    }
+    throw;
+  }
 }
 
 CleanupGuard Context::defer_cleanup() {
@@ -227,6 +250,7 @@ std::shared_ptr<Module> Context::load_module(const void* image) {
   auto module = std::make_shared<Module>(driver_, driver_.module_load_data(image), deallocations_);
   std::lock_guard lock(modules_mutex_);
   modules_.push_back(module);
+  remember(loaded_, module);
   return module;
 }
 

@@ -1,10 +1,5 @@
 #include "emm/ipc_handle.hpp"
 
-#include "emm/context.hpp"
-#include "emm/diagnostics.hpp"
-#include "emm/errors.hpp"
-#include "emm/runtime.hpp"
-
 #include <array>
 #include <cstdio>
 #include <cstring>
@@ -13,8 +8,16 @@
 #include <string>
 #include <utility>
 
+#include "emm/context.hpp"
+#include "emm/diagnostics.hpp"
+#include "emm/errors.hpp"
+#include "emm/runtime.hpp"
+
 namespace emm {
 namespace {
+
+// size and offset travel as u64 and come back as std::size_t.
+static_assert(sizeof(std::size_t) == sizeof(std::uint64_t), "the format assumes a 64-bit size_t");
 
 // Serialized layout (format version 1, little-endian, 104 bytes):
 //   0 magic "EMMI" | 4 u16 version | 6 u16 flags | 8 u64 size | 16 u64 offset
@@ -55,6 +58,22 @@ T get(std::span<const std::byte> in, std::size_t at) {
 IpcFormatError format_error(const std::string& what) {
   return IpcFormatError("cannot deserialize IpcHandle: " + what +
                         "; pass the exact bytes IpcHandle::serialize() produced");
+}
+
+// The rules on the fields themselves, shared by serialize() and deserialize() so that one never
+// writes what the other refuses (IPC-4). Empty when the fields are acceptable.
+std::string field_problem(std::uint64_t size, std::uint64_t offset,
+                          const std::optional<DeviceIdentity>& source) {
+  if (size == 0) return "size is 0";
+  if (size > std::numeric_limits<std::uint64_t>::max() - offset) {
+    return "offset + size overflows";
+  }
+  if (source &&
+      (source->pci_domain_id < 0 || source->pci_bus_id < 0 || source->pci_device_id < 0)) {
+    return "negative PCI id in source_info (" + std::to_string(source->pci_domain_id) + ":" +
+           std::to_string(source->pci_bus_id) + ":" + std::to_string(source->pci_device_id) + ")";
+  }
+  return {};
 }
 
 }  // namespace
@@ -122,25 +141,39 @@ std::shared_ptr<MemoryPointer> IpcHandle::open(Context& context) {
 }
 
 std::shared_ptr<MemoryPointer> IpcHandle::open_direct(Context& context) {
-  if (size_ > std::numeric_limits<std::size_t>::max() - offset_) {
-    throw InvalidArgumentError("IpcHandle offset + size overflows");
+  // Context::open_ipc_handle checks [offset, offset + size) against the mapped block.
+  std::shared_ptr<MemoryPointer> mapping = context.open_ipc_handle(handle_, offset_, size_);
+  const CUdeviceptr mapped = mapping->device_pointer();
+  std::shared_ptr<MemoryPointer> view;
+  try {
+    view = mapping->view(offset_, offset_ + size_);
+  } catch (...) {
+    context.driver().ipc_close_mem_handle(mapped);
+    throw;
   }
-  std::shared_ptr<MemoryPointer> mapping = context.open_ipc_handle(handle_, offset_ + size_);
   state_ = State::direct;
   opened_in_ = &context;
-  opened_base_ = mapping->device_pointer();
-  return mapping->view(offset_, offset_ + size_);
+  opened_base_ = mapped;
+  return view;
 }
 
 std::shared_ptr<MemoryPointer> IpcHandle::open_staged(Context& context) {
   // Spec 2.8: the source device's context maps the block, the copy is allocated through the
   // *importing* context's plugin (IPC-5), and the source mapping is closed again.
   Context& source = context.runtime().context_for_identity(*source_info_);
-  std::shared_ptr<MemoryPointer> mapping = source.open_ipc_handle(handle_, offset_ + size_);
+  std::shared_ptr<MemoryPointer> mapping = source.open_ipc_handle(handle_, offset_, size_);
   const CUdeviceptr mapped = mapping->device_pointer();
+  // cuIpcCloseMemHandle needs no current context: a failure to switch never skips the close
+  // (the mapping would leak), and is reported after it.
   auto close_source = [&] {
-    source.make_current();
+    std::exception_ptr switch_error;
+    try {
+      source.make_current();
+    } catch (...) {
+      switch_error = std::current_exception();
+    }
     source.driver().ipc_close_mem_handle(mapped);
+    if (switch_error) std::rethrow_exception(switch_error);
   };
   std::shared_ptr<MemoryPointer> copy;
   try {
@@ -148,7 +181,11 @@ std::shared_ptr<MemoryPointer> IpcHandle::open_staged(Context& context) {
     context.make_current();
     context.driver().memcpy_dtod(copy->device_pointer(), mapped + offset_, size_);
   } catch (...) {
-    close_source();
+    try {
+      close_source();
+    } catch (const std::exception& error) {
+      Diagnostics::ignored_exception("IpcHandle::open (staged)", error.what());
+    }
     throw;
   }
   close_source();
@@ -171,6 +208,12 @@ void IpcHandle::close() {
 }
 
 std::vector<std::byte> IpcHandle::serialize() const {
+  if (const std::string problem = field_problem(size_, offset_, source_info_); !problem.empty()) {
+    throw IpcFormatError("cannot serialize IpcHandle: " + problem +
+                         "; IpcHandle::deserialize() would refuse it. A handle names at least "
+                         "one byte of its block, and source_info is the exporting device's "
+                         "identity (Driver::device_identity) or absent");
+  }
   std::vector<std::byte> out(kSerializedSize);
   std::memcpy(out.data(), kMagic.data(), kMagic.size());
   put<std::uint16_t>(out, 4, kFormatVersion);
@@ -217,20 +260,16 @@ IpcHandle IpcHandle::deserialize(std::span<const std::byte> bytes) {
   }
   const auto size = get<std::uint64_t>(bytes, 8);
   const auto offset = get<std::uint64_t>(bytes, 16);
-  if (size == 0) throw format_error("size is 0");
-  if (size > std::numeric_limits<std::uint64_t>::max() - offset) {
-    throw format_error("offset + size overflows");
-  }
   std::optional<DeviceIdentity> source;
   const DeviceIdentity ids{get<std::int32_t>(bytes, 24), get<std::int32_t>(bytes, 28),
                            get<std::int32_t>(bytes, 32)};
   if (flags & kFlagSourceInfo) {
-    if (ids.pci_domain_id < 0 || ids.pci_bus_id < 0 || ids.pci_device_id < 0) {
-      throw format_error("negative PCI id in source_info");
-    }
     source = ids;
   } else if (ids != DeviceIdentity{}) {
     throw format_error("source_info fields set without the source_info flag");
+  }
+  if (const std::string problem = field_problem(size, offset, source); !problem.empty()) {
+    throw format_error(problem);
   }
   CUipcMemHandle handle{};
   std::memcpy(handle.reserved, bytes.data() + 36, sizeof handle.reserved);

@@ -180,8 +180,13 @@ void Runtime::close() {
     }
     const CUcontext handle = context->handle();
     context.reset();
+    // Each step on its own: the retain is released whatever failed before it.
     try {
       if (driver_->ctx_get_current() == handle) driver_->ctx_set_current(nullptr);
+    } catch (...) {
+      if (!first_error) first_error = std::current_exception();
+    }
+    try {
       driver_->primary_ctx_release(device);
     } catch (...) {
       if (!first_error) first_error = std::current_exception();

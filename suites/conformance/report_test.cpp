@@ -8,6 +8,8 @@
 #include <emm/conformance/testing/expect_throw.hpp>
 #include <emm/conformance/text_escaping.hpp>
 #include <emm/errors.hpp>
+#include <limits>
+#include <optional>
 #include <string>
 
 namespace emm::conformance {
@@ -355,6 +357,33 @@ TEST(ResultEncoding, RejectsTruncatedOrForeignPayloads) {
   std::string unknown = good;
   unknown.replace(unknown.find("5:REG-1"), 7, "5:REG-0");
   EXPECT_FALSE(decode_result(unknown).has_value()) << "a clause the catalogue does not have";
+}
+
+TEST(ResultEncoding, KeepsEveryDurationExactlyAndRefusesImpossibleOnes) {
+  // Every finite duration survives the codec exactly (fuzz_result_codec's round-trip property;
+  // a fixed-point encoding in a small buffer would cut 1e300 to its first digits).
+  for (double duration :
+       {0.0, 1.25, 1e-9, 123456.789, 1e56, 1e300, std::numeric_limits<double>::max()}) {
+    ClauseResult r = result("LIFE-2", BackendKind::fake, Level::must, Outcome::pass);
+    r.duration_ms = duration;
+    const std::optional<ClauseResult> back = decode_result(encode_result(r));
+    ASSERT_TRUE(back.has_value()) << duration;
+    EXPECT_EQ(back->duration_ms, duration);
+    EXPECT_EQ(encode_result(*back), encode_result(r));
+  }
+  const std::string good =
+      encode_result(result("LIFE-2", BackendKind::fake, Level::must, Outcome::pass));
+  const std::string zero = encode_result([] {
+    ClauseResult r = result("LIFE-2", BackendKind::fake, Level::must, Outcome::pass);
+    r.duration_ms = 0;
+    return r;
+  }());
+  for (const char* duration : {"3:nan", "3:inf", "4:-inf", "2:-1", "6:1e9999"}) {
+    std::string garbled = zero;
+    garbled.replace(garbled.find("1:0"), 3, duration);
+    EXPECT_FALSE(decode_result(garbled).has_value()) << "a duration of " << duration;
+  }
+  EXPECT_TRUE(decode_result(good).has_value());
 }
 
 TEST(Report, UnobservedPartsAreNamedOnTheCertificate) {

@@ -158,6 +158,21 @@ TEST(ContextResources, CTX_1_StreamsAndEventsStillHeldAtCloseAreDestroyed) {
   fake->primary_ctx_release(0);
 }
 
+TEST(ContextResources, CTX_1_AModuleHeldPastResetAndCloseIsUnloaded) {
+  EMM_CLAUSE("CTX-1");
+  auto fake = std::make_shared<FakeDriver>();
+  Runtime runtime(fake, RuntimeOptions::hermetic());
+  Context& context = runtime.get_context(0);
+  std::shared_ptr<Module> module = context.load_module(kModuleImage);
+  context.reset();  // the context lets go of its modules; the caller still holds this one
+  EXPECT_EQ(context.module_count(), 0u);
+  EXPECT_EQ(fake->module_count(), 1u) << "a module the caller holds stays loaded";
+  runtime.close();
+  EXPECT_EQ(fake->module_count(), 0u) << "[CTX-1] a module held past close() was not unloaded";
+  module.reset();  // the late release must not unload it a second time
+  EXPECT_EQ(fake->invalid_frees(), 0u) << "[CTX-1] a late release unloaded a module again";
+}
+
 // --- CTX-2 ---------------------------------------------------------------------------------
 
 FakeSystemConfig two_devices() {
@@ -332,6 +347,8 @@ TEST(ContextReset, CTX_3_PluginResetThenModulesThenTheContextQueue) {
   };
 
   context.reset();
+  // The hook refers to locals that go before the runtime, whose close() resets again.
+  test::recording_plugin(context).on_reset = nullptr;
 
   ASSERT_TRUE(at_plugin_reset.has_value());
   EXPECT_EQ(at_plugin_reset->context_modules, 1u) << "modules are cleared after plugin reset()";

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -391,6 +392,120 @@ TEST(IpcSerialization, IPC_4_ThousandsOfMutatedRecordsNeverCrashOrThrowAnythingE
   EXPECT_GT(rejected, 1000);
 }
 
+TEST(IpcSerialization, IPC_4_SerializeRefusesWhatDeserializeRefuses) {
+  EMM_CLAUSE("IPC-4");
+  const auto refused = [](IpcHandle handle, const std::string& reason) {
+    SCOPED_TRACE(reason);
+    EMM_EXPECT_THROW(IpcFormatError, handle.serialize(),
+                     AllOf(StartsWith("cannot serialize IpcHandle: " + reason +
+                                      "; IpcHandle::deserialize() would refuse it."),
+                           HasSubstr("A handle names at least one byte of its block")));
+  };
+  refused(IpcHandle(nullptr, handle_bytes(1), 0, DeviceIdentity{0, 1, 0}, 0), "size is 0");
+  refused(IpcHandle(nullptr, handle_bytes(1), 0, std::nullopt, 64), "size is 0");
+  refused(IpcHandle(nullptr, handle_bytes(1), 2, std::nullopt,
+                    std::numeric_limits<std::size_t>::max() - 1),
+          "offset + size overflows");
+  refused(IpcHandle(nullptr, handle_bytes(1), 64, DeviceIdentity{-1, 1, 0}, 0),
+          "negative PCI id in source_info (-1:1:0)");
+  refused(IpcHandle(nullptr, handle_bytes(1), 64, DeviceIdentity{0, 0, -7}, 0),
+          "negative PCI id in source_info (0:0:-7)");
+}
+
+// The record serialize() writes for these fields (format version 1), written by the test itself
+// so that fields serialize() refuses can still be offered to deserialize().
+std::vector<std::byte> record_of(std::uint64_t size, std::uint64_t offset,
+                                 const std::optional<DeviceIdentity>& source,
+                                 const CUipcMemHandle& handle) {
+  std::vector<std::byte> bytes(IpcHandle::kSerializedSize);
+  for (std::size_t i = 0; i < 4; ++i) bytes[i] = static_cast<std::byte>("EMMI"[i]);
+  put<std::uint16_t>(bytes, kVersionAt, 1);
+  put<std::uint16_t>(bytes, kFlagsAt, source ? 1 : 0);
+  put<std::uint64_t>(bytes, kSizeAt, size);
+  put<std::uint64_t>(bytes, kOffsetAt, offset);
+  if (source) {
+    put<std::int32_t>(bytes, kSourceAt, source->pci_domain_id);
+    put<std::int32_t>(bytes, kSourceAt + 4, source->pci_bus_id);
+    put<std::int32_t>(bytes, kSourceAt + 8, source->pci_device_id);
+  }
+  std::memcpy(bytes.data() + kHandleAt, handle.reserved, sizeof handle.reserved);
+  fix_crc(bytes);
+  return bytes;
+}
+
+TEST(IpcSerialization, IPC_4_SerializeAndDeserializeAgreeOnEveryEdgeValue) {
+  EMM_CLAUSE("IPC-4");
+  // Property: for every combination of edge values, either serialize() writes a record that
+  // deserialize() turns back into the same fields (and the same bytes), or both refuse it with
+  // IpcFormatError for the same reason. Which one is decided here independently of the code.
+  constexpr std::size_t kMax = std::numeric_limits<std::size_t>::max();
+  const std::vector<std::size_t> sizes = {
+      0, 1, 2, 255, 256, 4096, 1 << 20, std::size_t{1} << 32, std::size_t{1} << 63, kMax - 1, kMax};
+  const std::vector<std::size_t> offsets = {0, 1, 255, 4099, std::size_t{1} << 63, kMax - 1, kMax};
+  constexpr int kIntMax = std::numeric_limits<std::int32_t>::max();
+  constexpr int kIntMin = std::numeric_limits<std::int32_t>::min();
+  const std::vector<std::optional<DeviceIdentity>> sources = {
+      std::nullopt,
+      DeviceIdentity{0, 0, 0},
+      DeviceIdentity{0, 1, 0},
+      DeviceIdentity{kIntMax, kIntMax, kIntMax},
+      DeviceIdentity{-1, 0, 0},
+      DeviceIdentity{0, -1, 0},
+      DeviceIdentity{0, 0, kIntMin}};
+  CUipcMemHandle all_ones{};
+  std::memset(all_ones.reserved, 0xFF, sizeof all_ones.reserved);
+  const std::vector<CUipcMemHandle> handles = {CUipcMemHandle{}, handle_bytes(42), all_ones};
+
+  int written = 0;
+  int refused = 0;
+  for (std::size_t size : sizes) {
+    for (std::size_t offset : offsets) {
+      for (const auto& source : sources) {
+        for (const CUipcMemHandle& raw : handles) {
+          std::string expected_problem;
+          if (size == 0) {
+            expected_problem = "size is 0";
+          } else if (size > kMax - offset) {
+            expected_problem = "offset + size overflows";
+          } else if (source && (source->pci_domain_id < 0 || source->pci_bus_id < 0 ||
+                                source->pci_device_id < 0)) {
+            expected_problem = "negative PCI id in source_info";
+          }
+          SCOPED_TRACE("size " + std::to_string(size) + ", offset " + std::to_string(offset) +
+                       ", source_info " +
+                       (source ? std::to_string(source->pci_domain_id) + ":" +
+                                     std::to_string(source->pci_bus_id) + ":" +
+                                     std::to_string(source->pci_device_id)
+                               : std::string("none")));
+          const IpcHandle original(nullptr, raw, size, source, offset);
+          const std::vector<std::byte> record = record_of(size, offset, source, raw);
+          if (!expected_problem.empty()) {
+            ++refused;
+            EMM_EXPECT_THROW(IpcFormatError, original.serialize(),
+                             StartsWith("cannot serialize IpcHandle: " + expected_problem));
+            expect_rejected(record, expected_problem);
+            continue;
+          }
+          ++written;
+          std::vector<std::byte> bytes;
+          ASSERT_NO_THROW(bytes = original.serialize());
+          EXPECT_EQ(bytes, record) << "serialize() writes the documented layout";
+          std::optional<IpcHandle> rebuilt;
+          ASSERT_NO_THROW(rebuilt.emplace(IpcHandle::deserialize(bytes)));
+          EXPECT_EQ(rebuilt->base(), nullptr);
+          EXPECT_EQ(rebuilt->size(), size);
+          EXPECT_EQ(rebuilt->offset(), offset);
+          EXPECT_EQ(rebuilt->source_info(), source);
+          EXPECT_EQ(std::memcmp(rebuilt->handle().reserved, raw.reserved, sizeof raw.reserved), 0);
+          EXPECT_EQ(rebuilt->serialize(), bytes);
+        }
+      }
+    }
+  }
+  EXPECT_GT(written, 100);
+  EXPECT_GT(refused, 100);
+}
+
 // --- IPC-5 ---------------------------------------------------------------------------------
 
 class StagedIpc : public Ipc {
@@ -461,6 +576,122 @@ TEST_F(PeerIpc, IPC_5_PeerAccessOpensDirectlyOnAnotherDevice) {
   auto view = handle.open(destination);
   EXPECT_FALSE(handle.is_staged());
   EXPECT_EQ(journal->count("memalloc"), 0u);
+  EXPECT_EQ(read(destination, view->device_pointer(), kViewSize), expected_view());
+  handle.close();
+}
+
+// --- IPC-3: a handle whose size or offset was edited (CRC recomputed) ------------------------
+
+// The exported view's record with its size and offset replaced and its CRC made valid again:
+// what a corrupted or hostile peer can send that deserialize() cannot tell from a real one.
+std::vector<std::byte> edited(std::vector<std::byte> bytes, std::uint64_t offset,
+                              std::uint64_t size) {
+  put<std::uint64_t>(bytes, kOffsetAt, offset);
+  put<std::uint64_t>(bytes, kSizeAt, size);
+  fix_crc(bytes);
+  return bytes;
+}
+
+std::string range_message(std::size_t start, std::size_t end, std::size_t mapped) {
+  return "IpcHandle names bytes [" + std::to_string(start) + ", " + std::to_string(end) +
+         ") of the exported block, but the driver mapped bytes [0, " + std::to_string(mapped) +
+         ") of it: the handle's size or offset does not belong to the block its 64-byte driver "
+         "handle names; pass the exact bytes IpcHandle::serialize() produced in the exporting "
+         "process";
+}
+
+TEST_F(Ipc, IPC_3_ViewPastTheMappedBlockIsRefusedAndUnmapped) {
+  EMM_CLAUSE("IPC-3");
+  Context& destination = importing_.get_context(0);
+  struct Case {
+    std::size_t offset;
+    std::size_t size;
+  };
+  for (Case c : {Case{kViewStart, kAllocation}, Case{kAllocation, 1}, Case{0, kAllocation + 1},
+                 Case{kAllocation - 1, 2}, Case{std::size_t{1} << 40, 64}}) {
+    SCOPED_TRACE("offset " + std::to_string(c.offset) + ", size " + std::to_string(c.size));
+    IpcHandle handle = IpcHandle::deserialize(edited(exported_bytes(), c.offset, c.size));
+    auto error = EMM_EXPECT_THROW(IpcRangeError, handle.open(destination),
+                                  range_message(c.offset, c.offset + c.size, kAllocation));
+    if (error) {
+      EXPECT_EQ(error->offset(), c.offset);
+      EXPECT_EQ(error->size(), c.size);
+      EXPECT_EQ(error->mapped_size(), kAllocation);
+    }
+    EXPECT_FALSE(handle.is_open()) << "a refused open leaves the handle closed";
+    EMM_EXPECT_THROW(IpcStateError, handle.close(), StrEq("IpcHandle not opened"));
+    EXPECT_EQ(importer_->ipc_mapping_count(), 0u) << "the mapping is closed again";
+  }
+  EXPECT_EQ(importer_->invalid_frees(), 0u);
+  EXPECT_EQ(importer_->invalid_accesses(), 0u) << "no byte past the block was touched";
+}
+
+TEST_F(Ipc, IPC_3_ViewEndingExactlyAtTheBlockEndIsAccepted) {
+  EMM_CLAUSE("IPC-3");
+  Context& destination = importing_.get_context(0);
+  IpcHandle handle =
+      IpcHandle::deserialize(edited(exported_bytes(), kViewStart, kAllocation - kViewStart));
+  auto view = handle.open(destination);
+  Bytes all = pattern(kAllocation);
+  EXPECT_EQ(read(destination, view->device_pointer(), kAllocation - kViewStart),
+            Bytes(all.begin() + kViewStart, all.end()));
+  handle.close();
+  EXPECT_EQ(importer_->ipc_mapping_count(), 0u);
+}
+
+TEST_F(StagedIpc, IPC_3_StagedViewPastTheMappedBlockIsRefusedBeforeAnyAllocation) {
+  EMM_CLAUSE("IPC-3");
+  auto journal = std::make_shared<test::Journal>();
+  importing_.set_memory_manager(test::recording_factory(journal));
+  Context& destination = importing_.get_context(1);  // another device, no peer access: staged
+  IpcHandle handle = IpcHandle::deserialize(edited(exported_bytes(), kViewStart, kAllocation));
+  EMM_EXPECT_THROW(IpcRangeError, handle.open(destination),
+                   range_message(kViewStart, kViewStart + kAllocation, kAllocation));
+  EXPECT_FALSE(handle.is_open());
+  EXPECT_EQ(journal->count("memalloc"), 0u) << "nothing is copied out of a refused range";
+  EXPECT_EQ(importer_->ipc_mapping_count(), 0u);
+  EXPECT_EQ(importer_->device_bytes_in_use(), 0u);
+  EXPECT_EQ(importer_->invalid_accesses(), 0u);
+}
+
+TEST_F(StagedIpc, IPC_3_AStagedOpenThatCannotSwitchContextsClosesItsSourceMapping) {
+  EMM_CLAUSE("IPC-3");
+  Context& destination = importing_.get_context(1);  // another device, no peer access: staged
+  importing_.get_context(0);
+  // Count the context switches of one staged open, then fail each of them in turn.
+  std::size_t switches = 0;
+  {
+    destination.make_current();
+    IpcHandle handle = IpcHandle::deserialize(exported_bytes());
+    const std::size_t before = importer_->call_count(DriverCall::cuCtxSetCurrent);
+    handle.open(destination);
+    switches = importer_->call_count(DriverCall::cuCtxSetCurrent) - before;
+  }
+  ASSERT_GE(switches, 2u) << "a staged open switches to the source device and back";
+  for (std::size_t nth = 1; nth <= switches; ++nth) {
+    SCOPED_TRACE("context switch " + std::to_string(nth) + " of " + std::to_string(switches));
+    destination.make_current();
+    IpcHandle handle = IpcHandle::deserialize(exported_bytes());
+    importer_->fail_call(DriverCall::cuCtxSetCurrent, CUDA_ERROR_UNKNOWN, nth);
+    EMM_EXPECT_DRIVER_ERROR(handle.open(destination), CUDA_ERROR_UNKNOWN, "cuCtxSetCurrent",
+                            HasSubstr("failure injected"));
+    EXPECT_FALSE(handle.is_open());
+    EXPECT_EQ(importer_->ipc_mapping_count(), 0u) << "the source mapping is closed all the same";
+  }
+  destination.reset();
+  EXPECT_EQ(importer_->device_bytes_in_use(), 0u) << "the copies were released";
+}
+
+TEST_F(Ipc, IPC_3_FailingAddressRangeQueryClosesTheMapping) {
+  EMM_CLAUSE("IPC-3");
+  Context& destination = importing_.get_context(0);
+  IpcHandle handle = IpcHandle::deserialize(exported_bytes());
+  importer_->fail_call(DriverCall::cuMemGetAddressRange, CUDA_ERROR_INVALID_VALUE);
+  EMM_EXPECT_DRIVER_ERROR(handle.open(destination), CUDA_ERROR_INVALID_VALUE,
+                          "cuMemGetAddressRange", HasSubstr("failure injected"));
+  EXPECT_FALSE(handle.is_open());
+  EXPECT_EQ(importer_->ipc_mapping_count(), 0u);
+  auto view = handle.open(destination);  // and the next open works
   EXPECT_EQ(read(destination, view->device_pointer(), kViewSize), expected_view());
   handle.close();
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "emm/context.hpp"
+#include "emm/diagnostics.hpp"
 #include "emm/fake/fake_driver.hpp"
 #include "emm/ipc_handle.hpp"
 #include "emm/runtime.hpp"
@@ -19,6 +20,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
 
 std::shared_ptr<FakeDriver> fake_with_devices(int count) {
   FakeSystemConfig config;
@@ -241,6 +243,46 @@ TEST(Lifecycle, LIFE_9_CloseResetsEachUsedContextOnceAndDropsInstances) {
   EXPECT_EQ(c->size(), 128u);
   fake->primary_ctx_release(2);
   fake->primary_ctx_release(0);
+}
+
+TEST(Lifecycle, LIFE_9_CloseReleasesThePrimaryContextWhenClearingTheCurrentContextFails) {
+  EMM_CLAUSE("LIFE-9");
+  auto fake = std::make_shared<FakeDriver>();
+  Runtime runtime(fake, RuntimeOptions::hermetic());
+  auto memory = runtime.get_context(0).memalloc(4096);
+  memory.reset();
+  ASSERT_EQ(fake->primary_ctx_retain_count(0), 1);
+  // close() finds the context current and makes none current: that call fails.
+  fake->fail_call(DriverCall::cuCtxSetCurrent, CUDA_ERROR_INVALID_CONTEXT);
+  EMM_EXPECT_DRIVER_ERROR(runtime.close(), CUDA_ERROR_INVALID_CONTEXT, "cuCtxSetCurrent",
+                          HasSubstr("failure injected"));
+  EXPECT_EQ(fake->primary_ctx_retain_count(0), 0) << "the retain is released all the same";
+  EXPECT_EQ(fake->call_count(DriverCall::cuDevicePrimaryCtxRelease), 1u);
+  EXPECT_EQ(runtime.find_context(0), nullptr);
+  EXPECT_EQ(fake->device_bytes_in_use(), 0u);
+
+  Context& again = runtime.get_context(0);  // the runtime is usable afterwards
+  EXPECT_EQ(again.memalloc(64)->size(), 64u);
+  runtime.close();
+  EXPECT_EQ(fake->primary_ctx_retain_count(0), 0);
+}
+
+TEST(Lifecycle, LIFE_9_CloseReleasesEveryRetainWhenEveryContextSwitchFails) {
+  EMM_CLAUSE("LIFE-9");
+  auto fake = fake_with_devices(2);
+  Runtime runtime(fake, RuntimeOptions::hermetic());
+  runtime.get_context(0).memalloc(4096).reset();
+  runtime.get_context(1).memalloc(4096).reset();  // device 1's context is current now
+  fake->fail_call(DriverCall::cuCtxSetCurrent, CUDA_ERROR_UNKNOWN, 1, 100);
+  Diagnostics::Capture diagnostics;  // ~Context cannot make device 0's context current
+  // The first failure is device 0's reset(), which cannot make its context current.
+  EMM_EXPECT_DRIVER_ERROR(runtime.close(), CUDA_ERROR_UNKNOWN, "cuCtxSetCurrent",
+                          HasSubstr("failure injected"));
+  fake->clear_faults();
+  EXPECT_EQ(fake->primary_ctx_retain_count(0), 0);
+  EXPECT_EQ(fake->primary_ctx_retain_count(1), 0);
+  EXPECT_EQ(fake->call_count(DriverCall::cuDevicePrimaryCtxRelease), 2u);
+  EXPECT_EQ(fake->device_bytes_in_use(), 0u) << "the plugins released their memory";
 }
 
 TEST(Lifecycle, LIFE_9_CloseTwiceAndCloseWithoutContextsCallNothing) {

@@ -1,7 +1,8 @@
 #include "emm/conformance/result_codec.hpp"
 
 #include <charconv>
-#include <cstdio>
+#include <cmath>
+#include <string_view>
 #include <vector>
 
 #include "runner/field_codec.hpp"
@@ -22,9 +23,10 @@ std::string encode_result(const ClauseResult& result) {
   put(out, to_string(result.level));
   put(out, to_string(result.outcome));
   put(out, result.message);
+  // The shortest text that reads back as the same double (at most 24 characters).
   char duration[64];
-  std::snprintf(duration, sizeof duration, "%.6f", result.duration_ms);
-  put(out, duration);
+  const auto written = std::to_chars(duration, duration + sizeof duration, result.duration_ms);
+  put(out, std::string_view(duration, written.ptr));
   put_list(out, result.notes);
   put_list(out, result.unobserved);
   put(out, std::to_string(result.properties.size()));
@@ -58,6 +60,8 @@ std::optional<ClauseResult> decode_result(std::string_view payload) {
   const auto [end, error] =
       std::from_chars(duration.data(), duration.data() + duration.size(), result.duration_ms);
   if (error != std::errc() || end != duration.data() + duration.size()) return std::nullopt;
+  // A child measures a finite, non-negative time; anything else is a garbled answer.
+  if (!std::isfinite(result.duration_ms) || result.duration_ms < 0) return std::nullopt;
   std::size_t count = 0;
   if (!take_count(payload, count)) return std::nullopt;
   for (std::size_t i = 0; i < count; ++i) {

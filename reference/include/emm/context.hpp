@@ -24,19 +24,19 @@
 // and certifies that it copes (ALLOC-10) or documents that it is not thread-safe.
 #pragma once
 
-#include "emm/base_memory_manager.hpp"
-#include "emm/driver.hpp"
-#include "emm/pending_deallocs.hpp"
-#include "emm/event.hpp"
-#include "emm/module.hpp"
-#include "emm/stream.hpp"
-
 #include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include "emm/base_memory_manager.hpp"
+#include "emm/driver.hpp"
+#include "emm/event.hpp"
+#include "emm/module.hpp"
+#include "emm/pending_deallocs.hpp"
+#include "emm/stream.hpp"
 
 namespace emm {
 
@@ -75,9 +75,12 @@ class Context {
                         bool mapped = false);
   MemoryInfo get_memory_info();
   IpcHandle get_ipc_handle(const std::shared_ptr<MemoryPointer>& memory);
-  // Maps another process's allocation (cuIpcOpenMemHandle); not through the plugin. The
-  // returned pointer has no finalizer: IpcHandle::close() unmaps it.
-  std::shared_ptr<MemoryPointer> open_ipc_handle(const CUipcMemHandle& handle, std::size_t size);
+  // Maps another process's allocation (cuIpcOpenMemHandle); not through the plugin. Returns
+  // the mapping's first offset + size bytes, with no finalizer: IpcHandle::close() unmaps it.
+  // Throws IpcRangeError, with nothing left mapped, when [offset, offset + size) is not inside
+  // the block the driver mapped (cuMemGetAddressRange of the mapping).
+  std::shared_ptr<MemoryPointer> open_ipc_handle(const CUipcMemHandle& handle, std::size_t offset,
+                                                 std::size_t size);
   CleanupGuard defer_cleanup();
   void reset();
 
@@ -104,10 +107,12 @@ class Context {
   std::unique_ptr<BaseCUDAMemoryManager> memory_manager_;
   std::atomic<bool> initialized_{false};
   std::mutex init_mutex_;
-  mutable std::mutex modules_mutex_;  // guards modules_, streams_ and events_
+  mutable std::mutex modules_mutex_;  // guards modules_, loaded_, streams_ and events_
   std::vector<std::shared_ptr<Module>> modules_;
-  // Streams and events the caller may still hold when the context goes: destroyed then, as the
-  // driver destroys a primary context's objects (their own destructors then find no queue).
+  // Streams, events and modules the caller may still hold when the context goes (a module
+  // outlives reset() while held): destroyed then, as the driver destroys a primary context's
+  // objects (their own destructors then find no queue).
+  std::vector<std::weak_ptr<Module>> loaded_;
   std::vector<std::weak_ptr<Stream>> streams_;
   std::vector<std::weak_ptr<Event>> events_;
 };

@@ -4,10 +4,11 @@
 // and what to do about it. Catch the specific type; tests assert type *and* message.
 #pragma once
 
-#include "emm/cuda_api.hpp"
-
+#include <cstddef>
 #include <stdexcept>
 #include <string>
+
+#include "emm/cuda_api.hpp"
 
 namespace emm {
 
@@ -90,10 +91,28 @@ class IpcStateError : public Error {
   using Error::Error;
 };
 
-// Serialized IPC bytes are truncated, oversized or corrupted (IPC-4).
+// Serialized IPC bytes are truncated, oversized or corrupted, or a handle cannot be written in
+// the serialized form (IPC-4: serialize() refuses exactly what deserialize() would refuse).
 class IpcFormatError : public Error {
  public:
   using Error::Error;
+};
+
+// An IPC handle's view [offset, offset + size) does not lie inside the block the driver mapped
+// for its 64-byte handle (the size or offset was changed after get_ipc_handle(), or names
+// another block). Nothing stays mapped and the handle stays closed (IPC-3). Carries both
+// ranges, relative to the mapped block's start (offset + size must not overflow).
+class IpcRangeError : public Error {
+ public:
+  IpcRangeError(std::size_t offset, std::size_t size, std::size_t mapped_size);
+  std::size_t offset() const noexcept { return offset_; }
+  std::size_t size() const noexcept { return size_; }
+  std::size_t mapped_size() const noexcept { return mapped_size_; }
+
+ private:
+  std::size_t offset_;
+  std::size_t size_;
+  std::size_t mapped_size_;
 };
 
 // The platform or device cannot do what was asked (no CUDA IPC, cannot map host memory).

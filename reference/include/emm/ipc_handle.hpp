@@ -18,13 +18,12 @@
 // and the source mapping closed; the handle does not own that copy and close() is a no-op
 // (IPC-5). Errors (IpcStateError, IPC-3): open in the exporting process ("opening IpcHandle
 // from original process"), second open ("IpcHandle is already opened"), close without open
-// ("IpcHandle not opened"). A failed open leaves the handle closed.
+// ("IpcHandle not opened"). The size and offset are checked against the block the driver maps
+// (cuMemGetAddressRange): a view past it is refused with IpcRangeError. A failed open leaves
+// the handle closed and nothing mapped.
 //
 // Thread-safety: one handle must not be opened/closed from two threads at once.
 #pragma once
-
-#include "emm/driver.hpp"
-#include "emm/memory_pointer.hpp"
 
 #include <array>
 #include <cstddef>
@@ -33,6 +32,9 @@
 #include <optional>
 #include <span>
 #include <vector>
+
+#include "emm/driver.hpp"
+#include "emm/memory_pointer.hpp"
 
 namespace emm {
 
@@ -66,7 +68,9 @@ class IpcHandle {
   bool is_staged() const noexcept;
 
   // Fixed-size little-endian record: magic "EMMI", format version, flags, size, offset,
-  // source_info, the 64 handle bytes, CRC-32 of everything before it.
+  // source_info, the 64 handle bytes, CRC-32 of everything before it. Throws IpcFormatError
+  // for fields deserialize() would refuse (size 0, offset + size overflowing, a negative PCI id
+  // in source_info), so every record it writes reads back (IPC-4).
   std::vector<std::byte> serialize() const;
   // Throws IpcFormatError for truncated, oversized or corrupted input.
   static IpcHandle deserialize(std::span<const std::byte> bytes);
