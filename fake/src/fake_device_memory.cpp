@@ -146,8 +146,18 @@ CUdeviceptr FakeDriver::mem_alloc(std::size_t bytesize) {
 }
 
 void FakeDriver::mem_free(CUdeviceptr pointer) {
-  // No context needed: the driver finds the allocation's own context (probed).
+  // No context needed: the driver finds the allocation's own context (probed). But a current
+  // context that was destroyed is refused first (seen on an H100, driver 580).
   auto lock = process_->enter(Call::cuMemFree);
+  if (const std::optional<int> current = process_->context_device(process_->current_context());
+      current && !process_->context_live[static_cast<std::size_t>(*current)]) {
+    process_->invalid_free(Call::cuMemFree, CUDA_ERROR_CONTEXT_IS_DESTROYED,
+                           "the current context, the primary context of device " +
+                               std::to_string(*current) +
+                               ", was destroyed; cuMemFree refuses every pointer while it is "
+                               "current (free memory before its context goes)" +
+                               process_->destroyed_note(pointer));
+  }
   process_->free_device(Call::cuMemFree, pointer);
 }
 

@@ -60,19 +60,20 @@ bool FakeDriver::Process::is_mapped_host(std::uintptr_t address, std::size_t byt
          mapped_registration(address, bytes) != nullptr;
 }
 
-bool FakeDriver::Process::overlaps_locked(std::uintptr_t start, std::size_t size) const {
+FakeDriver::Process::HostOverlap FakeDriver::Process::overlaps_locked(std::uintptr_t start,
+                                                                      std::size_t size) const {
   const std::uintptr_t end = start + size;
-  auto registered = registrations.lower_bound(end);
-  if (registered != registrations.begin()) {
-    --registered;
-    if (registered->first + registered->second.size > start) return true;
-  }
   auto allocated = host_allocations.lower_bound(end);
   if (allocated != host_allocations.begin()) {
     --allocated;
-    if (allocated->first + allocated->second.length > start) return true;
+    if (allocated->first + allocated->second.length > start) return HostOverlap::allocation;
   }
-  return false;
+  auto registered = registrations.lower_bound(end);
+  if (registered != registrations.begin()) {
+    --registered;
+    if (registered->first + registered->second.size > start) return HostOverlap::registration;
+  }
+  return HostOverlap::none;
 }
 
 void FakeDriver::Process::free_host(std::map<std::uintptr_t, HostAllocation>::iterator it) {
@@ -152,12 +153,20 @@ void FakeDriver::mem_host_register(void* pointer, std::size_t bytesize, unsigned
                       ", which cannot map host memory (CAN_MAP_HOST_MEMORY is 0)");
   }
   // Overlap is decided on bytes, as the real driver does: two registrations of disjoint bytes
-  // in one page both succeed, any shared byte fails (probed).
-  if (process_->overlaps_locked(start, bytesize)) {
-    Process::fail(Call::cuMemHostRegister, CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
-                  "[" + hex(pointer) + ", +" + std::to_string(bytesize) +
-                      ") overlaps memory that is already page-locked (registered or from "
-                      "cuMemHostAlloc); unregister it first");
+  // in one page both succeed, any shared byte fails (probed). Bytes of a cuMemHostAlloc block
+  // are refused as an invalid value, not as already registered (seen on an H100, driver 580).
+  switch (process_->overlaps_locked(start, bytesize)) {
+    case Process::HostOverlap::none:
+      break;
+    case Process::HostOverlap::allocation:
+      Process::fail(Call::cuMemHostRegister, CUDA_ERROR_INVALID_VALUE,
+                    "[" + hex(pointer) + ", +" + std::to_string(bytesize) +
+                        ") overlaps a cuMemHostAlloc block, which is page-locked already; "
+                        "register only memory the driver did not allocate");
+    case Process::HostOverlap::registration:
+      Process::fail(Call::cuMemHostRegister, CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+                    "[" + hex(pointer) + ", +" + std::to_string(bytesize) +
+                        ") overlaps memory that is already registered; unregister it first");
   }
   process_->forget_destroyed(start, bytesize);
   process_->registrations.emplace(start, Process::Registration{bytesize, flags, device});
@@ -186,23 +195,31 @@ void FakeDriver::mem_host_unregister(void* pointer) {
 
 unsigned FakeDriver::mem_host_get_flags(void* pointer) {
   auto lock = process_->enter(Call::cuMemHostGetFlags);
-  process_->require_context(Call::cuMemHostGetFlags);
+  const int device = process_->require_context(Call::cuMemHostGetFlags);
   const auto address = reinterpret_cast<std::uintptr_t>(pointer);
+  // With unified addressing every page-locked block is mapped, so the driver reports DEVICEMAP
+  // whatever the caller asked for (seen on an H100, driver 580: flags 0 -> 2, 5 -> 7).
+  const unsigned mapped =
+      process_->device_state(device).config.can_map_host_memory ? CU_MEMHOSTALLOC_DEVICEMAP : 0U;
   // Any byte of a live block answers (a cuMemHostAlloc(0) block: its first byte).
   auto& allocations = process_->host_allocations;
   auto it = find_containing(allocations, address,
                             [](const auto& h) { return std::max<std::size_t>(h.size, 1); });
-  if (it != allocations.end()) return it->second.flags;
-  const bool registered = find_containing(process_->registrations, address, [](const auto& r) {
-                            return r.size;
-                          }) != process_->registrations.end();
-  Process::fail(Call::cuMemHostGetFlags, CUDA_ERROR_INVALID_VALUE,
-                hex(pointer) +
-                    (registered ? " is registered host memory (cuMemHostRegister), which has no "
-                                  "cuMemHostAlloc flags"
-                                : " is not inside a live cuMemHostAlloc allocation of this "
-                                  "process") +
-                    process_->destroyed_note(address));
+  if (it != allocations.end()) return it->second.flags | mapped;
+  // Registered memory answers too (seen on the GPU); PORTABLE and DEVICEMAP share their bits
+  // with cuMemHostAlloc's flags, the other registration flags have no cuMemHostAlloc meaning.
+  auto registered =
+      find_containing(process_->registrations, address, [](const auto& r) { return r.size; });
+  if (registered != process_->registrations.end()) {
+    return (registered->second.flags &
+            (CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP)) |
+           mapped;
+  }
+  Process::fail(
+      Call::cuMemHostGetFlags, CUDA_ERROR_INVALID_VALUE,
+      hex(pointer) +
+          " is not inside a live cuMemHostAlloc allocation or registration of this process" +
+          process_->destroyed_note(address));
 }
 
 CUdeviceptr FakeDriver::mem_host_get_device_pointer(void* pointer, unsigned flags) {

@@ -157,7 +157,9 @@ struct FakeDriver::Process {
   const Registration* mapped_registration(std::uintptr_t address, std::size_t bytes) const;
   bool is_mapped_host(std::uintptr_t address, std::size_t bytes) const;
   // Whether [start, start + size) overlaps page-locked memory of this process.
-  bool overlaps_locked(std::uintptr_t start, std::size_t size) const;
+  // Which page-locked memory, if any, shares a byte with [start, start + size).
+  enum class HostOverlap { none, allocation, registration };
+  HostOverlap overlaps_locked(std::uintptr_t start, std::size_t size) const;
   void free_host(std::map<std::uintptr_t, HostAllocation>::iterator it);
 
   // --- fake_handles.cpp --------------------------------------------------------------------------

@@ -210,13 +210,14 @@ TEST(FakeContext, ReleasingTheLastRetainDestroysTheContextWithItsMemory) {
   EMM_EXPECT_DRIVER_ERROR(driver->mem_free_async(pooled, nullptr), CUDA_ERROR_CONTEXT_IS_DESTROYED,
                           "cuMemFreeAsync", HasSubstr("was destroyed"));
 
-  // Late frees fail as frees of dead pointers do, and are counted; the message says why.
+  // Late frees fail and are counted; the message says why. While the destroyed context is
+  // current, cuMemFree refuses with CONTEXT_IS_DESTROYED (as the GPU does).
   const std::string why = "freed with this process's primary context of device 0";
-  EMM_EXPECT_DRIVER_ERROR(driver->mem_free(p), CUDA_ERROR_INVALID_VALUE, "cuMemFree",
+  EMM_EXPECT_DRIVER_ERROR(driver->mem_free(p), CUDA_ERROR_CONTEXT_IS_DESTROYED, "cuMemFree",
                           HasSubstr(why));
-  EMM_EXPECT_DRIVER_ERROR(driver->mem_free(managed), CUDA_ERROR_INVALID_VALUE, "cuMemFree",
+  EMM_EXPECT_DRIVER_ERROR(driver->mem_free(managed), CUDA_ERROR_CONTEXT_IS_DESTROYED, "cuMemFree",
                           HasSubstr(why));
-  EMM_EXPECT_DRIVER_ERROR(driver->mem_free(pooled), CUDA_ERROR_INVALID_VALUE, "cuMemFree",
+  EMM_EXPECT_DRIVER_ERROR(driver->mem_free(pooled), CUDA_ERROR_CONTEXT_IS_DESTROYED, "cuMemFree",
                           HasSubstr(why));
   EMM_EXPECT_DRIVER_ERROR(driver->mem_free_host(host), CUDA_ERROR_INVALID_VALUE, "cuMemFreeHost",
                           HasSubstr(why));

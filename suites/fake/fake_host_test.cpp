@@ -58,11 +58,14 @@ TEST(FakeHost, HostGetFlagsAnswersForEveryByteOfALiveHostAllocation) {
   for (unsigned flags = 0; flags < 8; ++flags) {
     SCOPED_TRACE("flags " + std::to_string(flags));
     auto* p = static_cast<unsigned char*>(driver->mem_host_alloc(100, flags));
-    EXPECT_EQ(driver->mem_host_get_flags(p), flags);
-    EXPECT_EQ(driver->mem_host_get_flags(p + 99), flags) << "an interior address";
+    // DEVICEMAP is always reported: with unified addressing every block is mapped (the GPU).
+    EXPECT_EQ(driver->mem_host_get_flags(p), flags | CU_MEMHOSTALLOC_DEVICEMAP);
+    EXPECT_EQ(driver->mem_host_get_flags(p + 99), flags | CU_MEMHOSTALLOC_DEVICEMAP)
+        << "an interior address";
     EMM_EXPECT_DRIVER_ERROR(driver->mem_host_get_flags(p + 100), CUDA_ERROR_INVALID_VALUE,
                             "cuMemHostGetFlags",
-                            HasSubstr("is not inside a live cuMemHostAlloc allocation"));
+                            HasSubstr("is not inside a live cuMemHostAlloc allocation or "
+                                      "registration"));
     driver->mem_free_host(p);
     EMM_EXPECT_DRIVER_ERROR(driver->mem_host_get_flags(p), CUDA_ERROR_INVALID_VALUE,
                             "cuMemHostGetFlags",
@@ -70,19 +73,19 @@ TEST(FakeHost, HostGetFlagsAnswersForEveryByteOfALiveHostAllocation) {
   }
   // A block of 0 bytes still answers for its address.
   void* empty = driver->mem_host_alloc(0, CU_MEMHOSTALLOC_PORTABLE);
-  EXPECT_EQ(driver->mem_host_get_flags(empty), unsigned{CU_MEMHOSTALLOC_PORTABLE});
+  EXPECT_EQ(driver->mem_host_get_flags(empty),
+            unsigned{CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP});
   driver->mem_free_host(empty);
   EXPECT_EQ(driver->invalid_frees(), 0U);
 }
 
-TEST(FakeHost, HostGetFlagsRefusesRegisteredAndPageableMemory) {
+TEST(FakeHost, HostGetFlagsAnswersForRegisteredMemoryAndRefusesPageableMemory) {
   auto driver = current_process();
   HostBuffer buffer(2 * page());
-  driver->mem_host_register(buffer.data, page(), CU_MEMHOSTREGISTER_DEVICEMAP);
-  EMM_EXPECT_DRIVER_ERROR(driver->mem_host_get_flags(buffer.data), CUDA_ERROR_INVALID_VALUE,
-                          "cuMemHostGetFlags",
-                          HasSubstr("is registered host memory (cuMemHostRegister), which has no "
-                                    "cuMemHostAlloc flags"));
+  driver->mem_host_register(buffer.data, page(), CU_MEMHOSTREGISTER_PORTABLE);
+  // The PORTABLE bit is shared with cuMemHostAlloc's flags; DEVICEMAP is always reported.
+  EXPECT_EQ(driver->mem_host_get_flags(buffer.data + 100),
+            unsigned{CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP});
   EMM_EXPECT_DRIVER_ERROR(driver->mem_host_get_flags(buffer.data + page()),
                           CUDA_ERROR_INVALID_VALUE, "cuMemHostGetFlags",
                           HasSubstr("is not inside a live cuMemHostAlloc allocation"));
@@ -220,7 +223,7 @@ TEST(FakeHost, RegisteringOverlappingBytesIsAlreadyRegistered) {
   driver->mem_host_register(base + page(), page(), 0);
   EMM_EXPECT_DRIVER_ERROR(driver->mem_host_register(base + page() - 96, 200, 0),
                           CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "cuMemHostRegister",
-                          HasSubstr("overlaps memory that is already page-locked"));
+                          HasSubstr("overlaps memory that is already registered"));
   EMM_EXPECT_DRIVER_ERROR(driver->mem_host_register(base + page() + 10, 10, 0),
                           CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "cuMemHostRegister",
                           HasSubstr("unregister it first"));
@@ -241,12 +244,12 @@ TEST(FakeHost, RegisteringOverlappingBytesIsAlreadyRegistered) {
   EXPECT_EQ(driver->host_registration_count(), 0U);
 }
 
-TEST(FakeHost, RegisteringMemoryFromMemHostAllocIsAlreadyRegistered) {
+TEST(FakeHost, RegisteringMemoryFromMemHostAllocIsAnInvalidValue) {
   auto driver = current_process();
   void* p = driver->mem_host_alloc(4096, 0);
   EMM_EXPECT_DRIVER_ERROR(driver->mem_host_register(static_cast<char*>(p) + 8, 8, 0),
-                          CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "cuMemHostRegister",
-                          HasSubstr("(registered or from cuMemHostAlloc)"));
+                          CUDA_ERROR_INVALID_VALUE, "cuMemHostRegister",
+                          HasSubstr("overlaps a cuMemHostAlloc block"));
   driver->mem_free_host(p);
 }
 

@@ -118,13 +118,17 @@ TEST(FakeMultiDevice, DestroyingOneDevicesContextLeavesTheOthers) {
   EXPECT_EQ(driver->system()->bytes_in_use(1), 0U);
   EXPECT_EQ(driver->context_reclaims().device_bytes, 200U);
 
+  // Device 1's destroyed context is still current: cuMemFree refuses (as the GPU does).
+  EMM_EXPECT_DRIVER_ERROR(driver->mem_free(on1), CUDA_ERROR_CONTEXT_IS_DESTROYED, "cuMemFree",
+                          HasSubstr("primary context of device 1"));
+  driver->ctx_set_current(nullptr);
   EMM_EXPECT_DRIVER_ERROR(driver->mem_free(on1), CUDA_ERROR_INVALID_VALUE, "cuMemFree",
                           HasSubstr("primary context of device 1"));
   EMM_EXPECT_DRIVER_ERROR(driver->mem_free_host(host1), CUDA_ERROR_INVALID_VALUE, "cuMemFreeHost",
                           HasSubstr("primary context of device 1"));
   driver->mem_free(on0);
   driver->mem_free_host(host0);
-  EXPECT_EQ(driver->invalid_frees(), 2U);
+  EXPECT_EQ(driver->invalid_frees(), 3U);
 }
 
 }  // namespace

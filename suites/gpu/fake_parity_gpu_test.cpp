@@ -119,7 +119,8 @@ TEST_F(FakeParityGpu, ContextResetKeepsTheRetainsAndLateFreesAreInvalid) {
   driver_->mem_host_register(pinned.get(), page(), 0);
   driver_->primary_ctx_reset(kDevice);
 
-  EXPECT_EQ(result_name(result_of([&] { driver_->mem_free(first); })), kInvalidValue)
+  EXPECT_EQ(result_name(result_of([&] { driver_->mem_free(first); })),
+            "CUDA_ERROR_CONTEXT_IS_DESTROYED")
       << "cuMemFree of memory the reset freed, while the destroyed context is current";
   driver_->ctx_set_current(nullptr);
   EXPECT_EQ(result_name(result_of([&] { driver_->mem_free(second); })), kInvalidValue)
@@ -266,10 +267,10 @@ TEST_F(FakeParityGpu, HostUnregisterOfAnInteriorAddressIsInvalidValue) {
   driver_->mem_host_unregister(pinned.get());
 }
 
-TEST_F(FakeParityGpu, HostRegisterInsideAHostAllocBlockIsAlreadyRegistered) {
+TEST_F(FakeParityGpu, HostRegisterInsideAHostAllocBlockIsInvalidValue) {
   auto* host = static_cast<unsigned char*>(driver_->mem_host_alloc(2 * page(), 0));
   EXPECT_EQ(result_name(result_of([&] { driver_->mem_host_register(host + page(), 64, 0); })),
-            "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED");
+            kInvalidValue);
   driver_->mem_free_host(host);
 }
 
@@ -294,31 +295,46 @@ TEST_F(FakeParityGpu, HostGetDevicePointerWithoutTheDevicemapFlagIsTheHostAddres
   driver_->mem_host_unregister(pinned.get());
 }
 
-TEST_F(FakeParityGpu, MemHostGetFlagsReturnsTheFlagsOfTheAllocation) {
+// With unified addressing every page-locked block is mapped: DEVICEMAP is always reported.
+TEST_F(FakeParityGpu, MemHostGetFlagsReturnsTheFlagsOfTheAllocationAndDevicemap) {
   for (unsigned flags = 0; flags < 8; ++flags) {
     SCOPED_TRACE("cuMemHostAlloc flags " + std::to_string(flags));
     auto* host = static_cast<unsigned char*>(driver_->mem_host_alloc(1000, flags));
     unsigned seen = ~0U;
     EXPECT_EQ(result_name(result_of([&] { seen = driver_->mem_host_get_flags(host); })), kSuccess);
-    EXPECT_EQ(seen, flags) << "the flags cuMemHostGetFlags reports for the block's start";
+    EXPECT_EQ(seen, flags | CU_MEMHOSTALLOC_DEVICEMAP)
+        << "the flags cuMemHostGetFlags reports for the block's start";
     seen = ~0U;
     EXPECT_EQ(result_name(result_of([&] { seen = driver_->mem_host_get_flags(host + 999); })),
               kSuccess);
-    EXPECT_EQ(seen, flags) << "the flags cuMemHostGetFlags reports for an interior address";
+    EXPECT_EQ(seen, flags | CU_MEMHOSTALLOC_DEVICEMAP)
+        << "the flags cuMemHostGetFlags reports for an interior address";
     driver_->mem_free_host(host);
   }
 }
 
-TEST_F(FakeParityGpu, MemHostGetFlagsOfRegisteredAndPageableMemoryIsInvalidValue) {
-  PageableBuffer pinned(2 * page());
-  driver_->mem_host_register(pinned.get(), page(), CU_MEMHOSTREGISTER_DEVICEMAP);
-  EXPECT_EQ(result_name(result_of([&] { driver_->mem_host_get_flags(pinned.get()); })),
-            kInvalidValue)
-      << "registered memory";
-  EXPECT_EQ(result_name(result_of([&] { driver_->mem_host_get_flags(pinned.get() + page()); })),
+TEST_F(FakeParityGpu, MemHostGetFlagsOfRegisteredMemoryIsItsPortableBitAndDevicemap) {
+  PageableBuffer pinned(3 * page());
+  driver_->mem_host_register(pinned.get(), page(), CU_MEMHOSTREGISTER_PORTABLE);
+  driver_->mem_host_register(pinned.get() + page(), page(), CU_MEMHOSTREGISTER_DEVICEMAP);
+  unsigned seen = ~0U;
+  EXPECT_EQ(result_name(result_of([&] { seen = driver_->mem_host_get_flags(pinned.get()); })),
+            kSuccess)
+      << "registered memory (PORTABLE)";
+  EXPECT_EQ(seen, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP)
+      << "the flags of memory registered PORTABLE";
+  seen = ~0U;
+  EXPECT_EQ(result_name(
+                result_of([&] { seen = driver_->mem_host_get_flags(pinned.get() + page() + 8); })),
+            kSuccess)
+      << "registered memory (DEVICEMAP), interior address";
+  EXPECT_EQ(seen, unsigned{CU_MEMHOSTALLOC_DEVICEMAP})
+      << "the flags of memory registered DEVICEMAP";
+  EXPECT_EQ(result_name(result_of([&] { driver_->mem_host_get_flags(pinned.get() + 2 * page()); })),
             kInvalidValue)
       << "pageable memory";
   driver_->mem_host_unregister(pinned.get());
+  driver_->mem_host_unregister(pinned.get() + page());
 }
 
 TEST_F(FakeParityGpu, MemHostGetFlagsNeedsACurrentContext) {

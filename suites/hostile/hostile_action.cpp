@@ -104,6 +104,7 @@ std::string forged_answer(const char* clause) {
   std::string answer("EMMANS1\n");
   put(answer, "0123456789abcdef");
   put(answer, result);
+  put(answer, "reusable");
   return answer;
 }
 

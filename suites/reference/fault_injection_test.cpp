@@ -58,13 +58,26 @@ std::vector<DriverCall> all_driver_calls() {
 
 // The calls the workload never makes, because nothing in the reference system makes them:
 // cuInit is CudaDriver::load()'s own; the driver version, device names, cuCtxGetDevice,
-// cuCtxSynchronize, primary-context resets, host<->device copies, managed memory and the
-// stream-ordered pool calls are for plugins, the probes and the checks.
-const std::set<std::string> kNeverMade = {
-    "cuInit",          "cuDriverGetVersion",      "cuDeviceGetName",   "cuDevicePrimaryCtxReset",
-    "cuCtxGetDevice",  "cuCtxSynchronize",        "cuMemAllocManaged", "cuMemcpyHtoD",
-    "cuMemcpyDtoH",    "cuMemPoolCreate",         "cuMemPoolDestroy",  "cuMemPoolSetAttribute",
-    "cuMemPoolTrimTo", "cuMemAllocFromPoolAsync", "cuMemFreeAsync"};
+// cuCtxSynchronize, primary-context resets, host<->device copies, managed memory, the
+// stream-ordered pool calls and the host-flag and pointer-attribute queries are for plugins,
+// the probes and the checks.
+const std::set<std::string> kNeverMade = {"cuInit",
+                                          "cuDriverGetVersion",
+                                          "cuDeviceGetName",
+                                          "cuDevicePrimaryCtxReset",
+                                          "cuCtxGetDevice",
+                                          "cuCtxSynchronize",
+                                          "cuMemAllocManaged",
+                                          "cuMemcpyHtoD",
+                                          "cuMemcpyDtoH",
+                                          "cuMemPoolCreate",
+                                          "cuMemPoolDestroy",
+                                          "cuMemPoolSetAttribute",
+                                          "cuMemPoolTrimTo",
+                                          "cuMemAllocFromPoolAsync",
+                                          "cuMemFreeAsync",
+                                          "cuMemHostGetFlags",
+                                          "cuPointerGetAttribute"};
 
 // What a process holds, as FakeDriver counts it.
 struct Held {

@@ -239,9 +239,17 @@ void expect_no_ignored_exceptions(ClauseRun& run, const Diagnostics::Capture& ca
     if (event.kind == DiagnosticEvent::Kind::ignored_exception) thrown.push_back(std::move(event));
   }
   if (thrown.empty()) return;
+  // Where the backend cannot count invalid frees (gpu), a driver that refuses a free is how a
+  // double free shows: name it, so the diagnosis is the same on every backend.
+  const std::string& first = thrown.front().message;
+  const bool refused_free = first.find("CUDA_ERROR_INVALID_VALUE") != std::string::npos &&
+                            first.find("cuMemFree") != std::string::npos;  // or cuMemFreeHost
   run.fail(str(thrown.size(), " exception(s) thrown by finalizers or destructors ", when,
                " (the host caught and reported them; finalizers must not throw); first, in ",
-               thrown.front().where, ": ", thrown.front().message));
+               thrown.front().where, ": ", first,
+               refused_free ? " (the driver refused the free: the memory was freed already, so a "
+                              "finalizer freed its memory twice, or freed memory it did not own)"
+                            : ""));
 }
 
 }  // namespace emm::conformance::checks

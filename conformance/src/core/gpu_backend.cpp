@@ -6,6 +6,13 @@
 //
 // emm-certify never calls this in its parent process: the GPU is probed and used in child
 // processes only (CUDA must not be initialised before fork()).
+//
+// The first gpu backend of a process keeps one retain of device 0's primary context for the
+// rest of the process. A worker runs one clause after another; without that retain each
+// clause's runtime would destroy the context at its end and the next would pay for a new one
+// (most of a clause's time on an H100). Memory a clause's plugin leaked stays allocated for
+// the next clause, which measures against its own baseline; a clause that poisons the context
+// is caught by unusable_device() and its worker is replaced.
 #include "core/backend_factories.hpp"
 #include "emm/cuda_driver.hpp"
 #include "emm/errors.hpp"
@@ -16,6 +23,39 @@ namespace {
 // Other processes and the driver's page granularity move cuMemGetInfo's figures.
 constexpr std::size_t kGpuSlack = std::size_t{8} << 20;
 constexpr int kImporterTimeoutS = 60;
+
+// Errors after which the CUDA documentation says the context (with the process's other uses
+// of it) cannot go on: the failed work left the device in an unknown state.
+bool is_sticky(CUresult code) {
+  switch (code) {
+    case CUDA_ERROR_ECC_UNCORRECTABLE:
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_LAUNCH_FAILED:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// One retain of device 0's primary context for the rest of the process (see the top).
+void keep_primary_context(Driver& driver) {
+  static const bool kept = [&driver] {
+    try {
+      driver.primary_ctx_retain(0);
+    } catch (const Error&) {
+      // The clause's own retain will report the problem.
+    }
+    return true;
+  }();
+  (void)kept;
+}
 
 class GpuBackend final : public Backend {
  public:
@@ -60,6 +100,20 @@ class GpuBackend final : public Backend {
   std::optional<std::size_t> invalid_frees() override { return std::nullopt; }
   std::optional<std::size_t> invalid_accesses() override { return std::nullopt; }
 
+  std::optional<std::string> unusable_device() override {
+    const CUcontext before = driver_->ctx_get_current();
+    try {
+      const CUcontext primary = driver_->primary_ctx_retain(0);
+      driver_->ctx_set_current(primary);
+      driver_->ctx_synchronize();
+      driver_->ctx_set_current(before);
+      driver_->primary_ctx_release(0);
+    } catch (const CudaDriverError& error) {
+      if (is_sticky(error.code())) return error.what();
+    }
+    return std::nullopt;
+  }
+
   ImportResponse import_elsewhere(const ImportRequest& request) override {
     const std::string importer = find_ipc_importer();
     if (importer.empty()) {
@@ -99,6 +153,7 @@ const std::string& gpu_unavailable_reason() { return CudaDriver::probe().reason;
 std::unique_ptr<Backend> make_gpu_backend() {
   const CudaDriverProbe& gpu = CudaDriver::probe();
   if (!gpu.driver) throw DriverUnavailableError("no GPU: " + gpu.reason);
+  keep_primary_context(*gpu.driver);
   return std::make_unique<GpuBackend>(gpu.driver);
 }
 

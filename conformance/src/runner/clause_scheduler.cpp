@@ -63,7 +63,29 @@ std::string fresh_nonce() {
   return text;
 }
 
+// The last field of an answer: whether the process that sent it may run another clause.
+constexpr std::string_view kReusable = "reusable";
+constexpr std::string_view kRetire = "retire";
+
 // --- the child's side ---------------------------------------------------------------------------
+
+// The clause left the device unusable for this process: whatever it concluded, it fails for
+// that, since only this clause's plugin calls ran since the device was last usable.
+void poisoned_device(ClauseResult& result, const std::string& why) {
+  const std::string text =
+      "after this clause the device cannot be used by the process any "
+      "more (" +
+      why +
+      "): the plugin made the driver fault, e.g. by "
+      "freeing memory twice or handing out memory that was freed, so a "
+      "copy or memset hit memory that was no longer allocated";
+  if (result.outcome == Outcome::pass || result.outcome == Outcome::not_supported) {
+    result.outcome = Outcome::fail;
+    result.message = "[" + result.clause->id + "] " + text;
+  } else {
+    result.message += "; " + text;
+  }
+}
 
 std::optional<PluginSubject> load_in_child(const std::string& path) {
   try {
@@ -76,10 +98,17 @@ std::optional<PluginSubject> load_in_child(const std::string& path) {
 
 // Runs `command` and sends the answer (after flushing what the clause printed, so that the
 // parent finds the clause's output in the pipe before the answer).
-void answer(const PluginSubject& subject, const Command& command) {
+// Returns false when this process must not run another clause (the device is unusable).
+bool answer(const PluginSubject& subject, const Command& command) {
   ClauseResult result;
+  bool reusable = true;
   try {
-    result = evaluate(subject, *command.clause, *make_backend(command.backend));
+    const std::unique_ptr<Backend> backend = make_backend(command.backend);
+    result = evaluate(subject, *command.clause, *backend);
+    if (const std::optional<std::string> why = backend->unusable_device()) {
+      reusable = false;
+      poisoned_device(result, *why);
+    }
   } catch (...) {
     result = backend_not_available(subject, *command.clause, command.backend,
                                    describe_current_exception());
@@ -90,7 +119,9 @@ void answer(const PluginSubject& subject, const Command& command) {
   std::string payload(kAnswerMagic);
   put(payload, command.nonce);
   put(payload, encode_result(result));
+  put(payload, reusable ? kReusable : kRetire);
   send_result_frame(payload);
+  return reusable;
 }
 
 int worker_main(const std::string& path) {
@@ -102,7 +133,7 @@ int worker_main(const std::string& path) {
       std::fprintf(stderr, "emm-certify worker: a command it cannot read\n");
       return kExitCannotLoad;
     }
-    answer(*subject, *command);
+    if (!answer(*subject, *command)) break;  // the parent replaces this worker
   }
   return 0;
 }
@@ -130,17 +161,19 @@ ClauseResult failure(const ClauseJob& job, Outcome outcome, const std::string& w
 
 // The job's result from an answer payload, or why the answer cannot be trusted.
 std::optional<ClauseResult> accept(std::string_view payload, const ClauseJob& job,
-                                   const std::string& nonce, std::string& problem) {
+                                   const std::string& nonce, std::string& problem, bool& reusable) {
   if (!payload.starts_with(kAnswerMagic)) {
     problem = "an answer that is not one (wrong magic)";
     return std::nullopt;
   }
   payload.remove_prefix(kAnswerMagic.size());
-  std::string seen_nonce, encoded;
-  if (!take(payload, seen_nonce) || !take(payload, encoded) || !payload.empty()) {
+  std::string seen_nonce, encoded, reuse;
+  if (!take(payload, seen_nonce) || !take(payload, encoded) || !take(payload, reuse) ||
+      !payload.empty() || (reuse != kReusable && reuse != kRetire)) {
     problem = "an answer whose fields cannot be read";
     return std::nullopt;
   }
+  reusable = reuse == kReusable;
   if (seen_nonce != nonce) {
     problem = "an answer to a question it was not asked (wrong nonce: a forged or stale result)";
     return std::nullopt;
@@ -245,11 +278,14 @@ void run_with_workers(const std::vector<ClauseJob>& jobs, const SchedulerSetting
         std::chrono::duration<double, std::milli>(Clock::now() - started).count();
     std::string output = worker->take_output().text();
     std::string problem;
+    bool reusable = true;
     switch (wait.status) {
       case FrameWait::Status::frame:
-        if (std::optional<ClauseResult> result = accept(wait.payload, job, nonce, problem)) {
+        if (std::optional<ClauseResult> result =
+                accept(wait.payload, job, nonce, problem, reusable)) {
           result->output = std::move(output);
           results[index] = std::move(*result);
+          if (!reusable) retire();  // its device is unusable: the next clause gets a new one
           break;
         }
         results[index] =
@@ -305,7 +341,9 @@ ClauseResult finish(const ClauseJob& job, Running& running, const SchedulerSetti
     std::string problem;
     if (const std::optional<std::string> payload =
             decode_frame(running.child.result_bytes(), problem)) {
-      if (std::optional<ClauseResult> result = accept(*payload, job, running.nonce, problem)) {
+      bool reusable = true;  // a clause process runs one clause whatever it says
+      if (std::optional<ClauseResult> result =
+              accept(*payload, job, running.nonce, problem, reusable)) {
         result->output = std::move(output);
         return std::move(*result);
       }

@@ -69,6 +69,11 @@ class Backend {
   virtual std::optional<std::size_t> invalid_frees() = 0;
   // Copies and memsets that touched bytes outside any live allocation, so far.
   virtual std::optional<std::size_t> invalid_accesses() = 0;
+  // Why this process can no longer use the device, if it cannot: a sticky driver error (a
+  // kernel or copy faulted on memory the plugin corrupted or freed twice) poisons every later
+  // call, so the clause that left it is failed for it and its process is not reused. The fake
+  // has no sticky errors (std::nullopt).
+  virtual std::optional<std::string> unusable_device() { return std::nullopt; }
 
   // --- IPC ---------------------------------------------------------------------------------------
   // Serves `request` in another process (fake: a second simulated process over the same
