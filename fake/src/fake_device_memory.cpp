@@ -189,6 +189,14 @@ std::optional<unsigned> FakeDriver::managed_attach_flags(CUdeviceptr pointer) co
   return block.attach_flags;
 }
 
+std::optional<int> FakeDriver::allocation_device(CUdeviceptr pointer) const {
+  std::lock_guard lock(process_->system.mutex);
+  auto& mappings = process_->mappings;
+  auto it = find_containing(mappings, pointer, [](const auto& m) { return m.size; });
+  if (it == mappings.end() || it->second.imported) return std::nullopt;
+  return process_->system.blocks.at(it->second.block).device;
+}
+
 MemoryInfo FakeDriver::mem_get_info() {
   auto lock = process_->enter(Call::cuMemGetInfo);
   const int device = process_->require_context(Call::cuMemGetInfo);

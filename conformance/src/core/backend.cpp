@@ -16,8 +16,8 @@ std::string backend_unavailable_reason(BackendKind kind, const Capabilities& cap
   return reason.empty() ? "" : "no GPU: " + reason;
 }
 
-std::unique_ptr<Backend> make_backend(BackendKind kind) {
-  return kind == BackendKind::fake ? make_fake_backend() : make_gpu_backend();
+std::unique_ptr<Backend> make_backend(BackendKind kind, const BackendSettings& settings) {
+  return kind == BackendKind::fake ? make_fake_backend(settings.fake_devices) : make_gpu_backend();
 }
 
 }  // namespace emm::conformance

@@ -9,7 +9,8 @@
 
 namespace emm::conformance {
 
-std::unique_ptr<Backend> make_fake_backend();
+// Throws InvalidArgumentError when `devices` is not in [1, kMaxFakeDevices].
+std::unique_ptr<Backend> make_fake_backend(int devices);
 // Throws DriverUnavailableError when gpu_unavailable_reason() is not empty.
 std::unique_ptr<Backend> make_gpu_backend();
 // Why the process has no usable GPU ("" when it has one); loads the driver once.

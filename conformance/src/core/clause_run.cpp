@@ -66,6 +66,12 @@ void ClauseRun::not_supported(std::string_view reason) const {
            " is not optional: an undeclared NotImplementedError is a failure"));
 }
 
+void ClauseRun::backend_cannot_run(std::string_view reason) {
+  note(str(clause_.id, ": ", reason));
+  throw ClauseNotSupported(str("[", clause_.id, "] ", reason, " (the ", backend_.name(),
+                               " backend cannot run this clause)"));
+}
+
 void ClauseRun::require_capability() const {
   if (!clause_.applies_to(capabilities())) {
     not_supported(str("the plugin declares ", clause_.optional->name, "=false"));

@@ -1,9 +1,12 @@
 // The fake backend: a fresh simulated machine (emm::FakeDriver over its own FakeSystem) for
 // every clause run, so runs are deterministic and independent, and the fake's own records
-// answer every observation exactly.
+// answer every observation exactly. Its devices are identical and have no peer access, so an
+// IPC handle opened on another device than its source is staged (spec 2.8).
 #include <algorithm>
+#include <string>
 
 #include "core/backend_factories.hpp"
+#include "emm/errors.hpp"
 #include "emm/fake/fake_driver.hpp"
 #include "emm/runtime.hpp"
 
@@ -12,11 +15,13 @@ namespace {
 
 class FakeBackend final : public Backend {
  public:
-  FakeBackend() : fake_(std::make_shared<FakeDriver>()), driver_(fake_) {}
+  explicit FakeBackend(int devices)
+      : fake_(std::make_shared<FakeDriver>(machine(devices))), driver_(fake_) {}
 
   BackendKind kind() const noexcept override { return BackendKind::fake; }
   const std::shared_ptr<Driver>& driver() const noexcept override { return driver_; }
   std::string device_name(int device) override { return fake_->device_get_name(device); }
+  int device_count() override { return fake_->system()->device_count(); }
 
   std::size_t device_bytes_in_use() override { return fake_->device_bytes_in_use(); }
   std::size_t memory_slack() const noexcept override { return 0; }
@@ -27,6 +32,9 @@ class FakeBackend final : public Backend {
       }
     }
     return std::nullopt;
+  }
+  std::optional<int> block_device(CUdeviceptr pointer) override {
+    return fake_->allocation_device(pointer);
   }
   std::optional<unsigned> managed_attach_flags(CUdeviceptr pointer) override {
     return fake_->managed_attach_flags(pointer).value_or(0u);
@@ -46,14 +54,32 @@ class FakeBackend final : public Backend {
     Runtime importer(fake_->spawn_process(), RuntimeOptions::hermetic());
     return serve_import_request(importer, request);
   }
+  std::optional<ImportResponse> import_through_plugin(const ImportRequest& request,
+                                                      const ManagerFactory& factory) override {
+    Runtime importer(fake_->spawn_process(), RuntimeOptions::hermetic());
+    importer.set_memory_manager(factory);
+    return serve_import_request(importer, request);
+  }
 
  private:
+  static FakeSystemConfig machine(int devices) {
+    if (devices < 1 || devices > kMaxFakeDevices) {
+      throw InvalidArgumentError("the fake backend has 1 to " + std::to_string(kMaxFakeDevices) +
+                                 " devices; " + std::to_string(devices) + " were asked for");
+    }
+    FakeSystemConfig config;
+    config.devices.assign(static_cast<std::size_t>(devices), FakeDeviceConfig{});
+    return config;
+  }
+
   std::shared_ptr<FakeDriver> fake_;
   std::shared_ptr<Driver> driver_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_fake_backend() { return std::make_unique<FakeBackend>(); }
+std::unique_ptr<Backend> make_fake_backend(int devices) {
+  return std::make_unique<FakeBackend>(devices);
+}
 
 }  // namespace emm::conformance

@@ -74,6 +74,7 @@ class GpuBackend final : public Backend {
   BackendKind kind() const noexcept override { return BackendKind::gpu; }
   const std::shared_ptr<Driver>& driver() const noexcept override { return driver_; }
   std::string device_name(int device) override { return driver_->device_get_name(device); }
+  int device_count() override { return driver_->device_get_count(); }
 
   std::size_t device_bytes_in_use() override {
     if (driver_->ctx_get_current() == nullptr) {
@@ -88,6 +89,17 @@ class GpuBackend final : public Backend {
   std::optional<AddressRange> driver_block(CUdeviceptr pointer) override {
     try {
       return driver_->mem_get_address_range(pointer);
+    } catch (const CudaDriverError&) {
+      return std::nullopt;
+    }
+  }
+  std::optional<int> block_device(CUdeviceptr pointer) override {
+    // Only a device allocation answers: the ordinal of page-locked host memory is not where a
+    // block lives.
+    if (!driver_block(pointer)) return std::nullopt;
+    try {
+      return static_cast<int>(
+          driver_->pointer_get_attribute(CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, pointer));
     } catch (const CudaDriverError&) {
       return std::nullopt;
     }
@@ -122,6 +134,11 @@ class GpuBackend final : public Backend {
           "EMM_IPC_IMPORTER to its path");
     }
     return run_import(importer, request, std::chrono::seconds(kImporterTimeoutS));
+  }
+  // emm-ipc-importer imports with the default manager; it cannot be handed the plugin.
+  std::optional<ImportResponse> import_through_plugin(const ImportRequest&,
+                                                      const ManagerFactory&) override {
+    return std::nullopt;
   }
 
  private:

@@ -71,6 +71,13 @@ void ensure_standard_descriptors() {
   }
 }
 
+// "NAME", or "NAME (N devices)" when the backend has more than one.
+std::string describe_devices(Backend& backend) {
+  const int count = backend.device_count();
+  std::string name = backend.device_name(0);
+  return count > 1 ? name + " (" + std::to_string(count) + " devices)" : name;
+}
+
 // The GPU is probed in a child so that this process never initialises CUDA.
 BackendStatus probe_gpu(const Capabilities& capabilities, const ProbeSettings& settings) {
   BackendStatus status{BackendKind::gpu, false, "", ""};
@@ -81,8 +88,9 @@ BackendStatus probe_gpu(const Capabilities& capabilities, const ProbeSettings& s
     ChildProcess child = ChildProcess::fork(
         [&capabilities] {
           const std::string reason = backend_unavailable_reason(BackendKind::gpu, capabilities);
-          send_result_frame(reason.empty() ? "OK\t" + make_backend(BackendKind::gpu)->device_name(0)
-                                           : "NO\t" + reason);
+          send_result_frame(reason.empty()
+                                ? "OK\t" + describe_devices(*make_backend(BackendKind::gpu))
+                                : "NO\t" + reason);
           return 0;
         },
         options);
@@ -107,14 +115,14 @@ BackendStatus probe_gpu(const Capabilities& capabilities, const ProbeSettings& s
   return status;
 }
 
-BackendStatus probe_fake(const Capabilities& capabilities) {
+BackendStatus probe_fake(const Capabilities& capabilities, const BackendSettings& settings) {
   BackendStatus status{BackendKind::fake, false, "", ""};
   if (std::string why = backend_unavailable_reason(BackendKind::fake, capabilities); !why.empty()) {
     status.reason = why;
     return status;
   }
   status.ran = true;
-  status.device = make_backend(BackendKind::fake)->device_name(0);
+  status.device = describe_devices(*make_backend(BackendKind::fake, settings));
   return status;
 }
 
@@ -277,8 +285,9 @@ int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
     // Each backend's availability is decided once, here; children run what they are given.
     std::vector<ClauseJob> jobs;
     for (const BackendKind backend : options.backends) {
-      BackendStatus status = backend == BackendKind::fake ? probe_fake(capabilities)
-                                                          : probe_gpu(capabilities, probe_settings);
+      BackendStatus status = backend == BackendKind::fake
+                                 ? probe_fake(capabilities, options.backend_settings)
+                                 : probe_gpu(capabilities, probe_settings);
       out << "backend " << to_string(status.kind) << ": "
           << visible_text(status.ran ? "runs on " + status.device
                                      : "not run (" + status.reason + ")")
@@ -292,8 +301,9 @@ int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
     }
     out.flush();
     std::size_t done = 0;
-    const SchedulerSettings settings{options.plugin_path, options.isolation, timeout,
-                                     memory_limit(options), 2};
+    const SchedulerSettings settings{
+        options.plugin_path,     options.isolation, timeout, memory_limit(options), 2,
+        options.backend_settings};
     report.results = run_clause_jobs(jobs, settings, [&](const ClauseResult& r) {
       char line[160];
       std::snprintf(line, sizeof line, "[%3zu/%zu] %-10s %-5s %-14s %8.0f ms", ++done, jobs.size(),

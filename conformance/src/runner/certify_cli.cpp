@@ -56,8 +56,8 @@ std::string_view to_string(Isolation isolation) noexcept {
 std::string certify_usage() {
   return "usage: emm-certify --plugin PATH [--backend fake|gpu|all] [--only ID[,ID...]]\n"
          "                   [--json FILE] [--junit FILE] [--markdown FILE] [--html FILE]\n"
-      "                   [--logs DIR]\n"
-         "                   [--timeout-s N] [--memory-limit SIZE|none]\n"
+         "                   [--logs DIR]\n"
+         "                   [--timeout-s N] [--memory-limit SIZE|none] [--devices N]\n"
          "                   [--isolation backend|clause] [--in-process] [--list] [--help]\n"
          "\n"
          "Certifies an EMM plugin library against the emmkit clause catalogue.\n"
@@ -71,9 +71,11 @@ std::string certify_usage() {
          "  --junit FILE        write JUnit XML (one testcase per clause and backend)\n"
          "  --markdown FILE     write the Markdown certificate\n"
          "  --html FILE         write the HTML certificate (one self-contained file)\n"
-      "  --logs DIR          write each clause's complete stdout and stderr to\n"
-      "                      DIR/<ID>.<backend>.log (the reports keep them too)\n"
+         "  --logs DIR          write each clause's complete stdout and stderr to\n"
+         "                      DIR/<ID>.<backend>.log (the reports keep them too)\n"
          "  --timeout-s N       seconds each clause (and loading the plugin) may take (60)\n"
+         "  --devices N         devices of the fake backend's machine, 1 to 16 (default 1); the\n"
+         "                      DEV clauses need 2 (the gpu backend uses every GPU present)\n"
          "  --memory-limit S    data-segment limit of each process that runs plugin code: 16G,\n"
          "                      512M, a byte count, or none (default 16G; none in sanitizer "
          "builds)\n"
@@ -187,6 +189,17 @@ CertifyOptions parse_certify_args(std::span<const std::string_view> args) {
                          text + "')");
       }
       options.timeout_s = seconds;
+    } else if (arg == "--devices") {
+      once();
+      const std::string text = value();
+      int devices = 0;
+      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), devices);
+      if (error != std::errc() || end != text.data() + text.size() || devices < 1 ||
+          devices > kMaxFakeDevices) {
+        throw UsageError("--devices needs a whole number of fake devices from 1 to " +
+                         std::to_string(kMaxFakeDevices) + " (got '" + text + "')");
+      }
+      options.backend_settings.fake_devices = devices;
     } else if (arg == "--memory-limit") {
       once();
       options.memory_limit = parse_size(value());

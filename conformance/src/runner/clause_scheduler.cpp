@@ -99,11 +99,11 @@ std::optional<PluginSubject> load_in_child(const std::string& path) {
 // Runs `command` and sends the answer (after flushing what the clause printed, so that the
 // parent finds the clause's output in the pipe before the answer).
 // Returns false when this process must not run another clause (the device is unusable).
-bool answer(const PluginSubject& subject, const Command& command) {
+bool answer(const PluginSubject& subject, const Command& command, const BackendSettings& settings) {
   ClauseResult result;
   bool reusable = true;
   try {
-    const std::unique_ptr<Backend> backend = make_backend(command.backend);
+    const std::unique_ptr<Backend> backend = make_backend(command.backend, settings);
     result = evaluate(subject, *command.clause, *backend);
     if (const std::optional<std::string> why = backend->unusable_device()) {
       reusable = false;
@@ -124,7 +124,7 @@ bool answer(const PluginSubject& subject, const Command& command) {
   return reusable;
 }
 
-int worker_main(const std::string& path) {
+int worker_main(const std::string& path, const BackendSettings& backend) {
   const std::optional<PluginSubject> subject = load_in_child(path);
   if (!subject) return kExitCannotLoad;
   while (const std::optional<std::string> frame = read_command_frame()) {
@@ -133,7 +133,7 @@ int worker_main(const std::string& path) {
       std::fprintf(stderr, "emm-certify worker: a command it cannot read\n");
       return kExitCannotLoad;
     }
-    if (!answer(*subject, *command)) break;  // the parent replaces this worker
+    if (!answer(*subject, *command, backend)) break;  // the parent replaces this worker
   }
   return 0;
 }
@@ -260,8 +260,9 @@ void run_with_workers(const std::vector<ClauseJob>& jobs, const SchedulerSetting
     const ClauseJob& job = jobs[index];
     if (!worker) {
       try {
-        worker.emplace(ChildProcess::fork([&settings] { return worker_main(settings.plugin_path); },
-                                          child_options(settings, true)));
+        worker.emplace(ChildProcess::fork(
+            [&settings] { return worker_main(settings.plugin_path, settings.backend); },
+            child_options(settings, true)));
       } catch (const std::exception& error) {
         results[index] =
             failure(job, Outcome::crash,
@@ -372,7 +373,7 @@ void run_one_per_clause(const std::vector<ClauseJob>& jobs, const SchedulerSetti
             [&settings, job, nonce] {
               const std::optional<PluginSubject> subject = load_in_child(settings.plugin_path);
               if (!subject) return kExitCannotLoad;
-              answer(*subject, Command{nonce, job.clause, job.backend});
+              answer(*subject, Command{nonce, job.clause, job.backend}, settings.backend);
               return 0;
             },
             child_options(settings, false));
@@ -424,7 +425,8 @@ void run_in_this_process(const std::vector<ClauseJob>& jobs, const SchedulerSett
       results[index] = failure(job, Outcome::crash, "could not load the plugin: " + why, "", 0.0);
     } else {
       try {
-        results[index] = evaluate(*subject, *job.clause, *make_backend(job.backend));
+        results[index] =
+            evaluate(*subject, *job.clause, *make_backend(job.backend, settings.backend));
       } catch (...) {
         results[index] =
             backend_not_available(*subject, *job.clause, job.backend, describe_current_exception());

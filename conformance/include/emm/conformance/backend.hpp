@@ -11,8 +11,9 @@
 //   std::size_t before = backend->device_bytes_in_use();
 //   if (auto frees = backend->invalid_frees()) { ... } else run.unobservable("double frees");
 //
-// Two implementations: FakeBackend (fake_backend.hpp, a fresh simulated machine per run) and
-// GpuBackend (gpu_backend.hpp, the process's real driver).
+// Two implementations: FakeBackend (fake_backend.cpp, a fresh simulated machine per run, with
+// BackendSettings::fake_devices devices) and GpuBackend (gpu_backend.cpp, the process's real
+// driver, with every GPU it sees).
 //
 // Thread-safety: the queries are safe to call from the threads a check starts; one Backend
 // serves one clause run.
@@ -26,6 +27,7 @@
 
 #include "emm/conformance/backend_kind.hpp"
 #include "emm/conformance/ipc_importer.hpp"
+#include "emm/context.hpp"
 #include "emm/driver.hpp"
 #include "emm/plugin_declaration.hpp"
 
@@ -41,6 +43,8 @@ class Backend {
   virtual const std::shared_ptr<Driver>& driver() const noexcept = 0;
   // "emmkit fake device" / the GPU's name, for the certificate.
   virtual std::string device_name(int device) = 0;
+  // The devices a check may use: the fake's configured count, every GPU the driver sees.
+  virtual int device_count() = 0;
 
   // --- device memory ---------------------------------------------------------------------------
   // Device memory in use now: this process's allocations on the fake (unrounded), total - free
@@ -52,6 +56,11 @@ class Backend {
   // The driver allocation [base, base + size) that `pointer` lies in, if the driver knows one
   // (fake: live cuMemAlloc/managed/pool blocks; gpu: cuMemGetAddressRange).
   virtual std::optional<AddressRange> driver_block(CUdeviceptr pointer) = 0;
+  // The device whose memory holds the driver allocation `pointer` lies in: where the block
+  // lives, not what the MemoryPointer's context says (fake: the block's record; gpu:
+  // cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) of an address
+  // cuMemGetAddressRange knows). std::nullopt when no device allocation holds it.
+  virtual std::optional<int> block_device(CUdeviceptr pointer) = 0;
   // The attach flag cuMemAllocManaged was given for the managed allocation holding `pointer`:
   // CU_MEM_ATTACH_GLOBAL or CU_MEM_ATTACH_HOST, 0 when no managed allocation holds it (fake:
   // its records); std::nullopt where the driver cannot be asked (gpu: no driver query reports
@@ -81,6 +90,12 @@ class Backend {
   // one answer per item, in order. Throws emm::Error when the other process cannot run at all
   // or answers garbage.
   virtual ImportResponse import_elsewhere(const ImportRequest& request) = 0;
+  // As import_elsewhere, but the other process's runtime has the plugin under test registered
+  // (made by `factory`), so that a staged open allocates its copy through the importing
+  // context's plugin (spec 2.8). std::nullopt where the other process cannot host the plugin
+  // (gpu: emm-ipc-importer imports with the default manager).
+  virtual std::optional<ImportResponse> import_through_plugin(const ImportRequest& request,
+                                                              const ManagerFactory& factory) = 0;
 };
 
 // Why `kind` cannot certify a plugin declaring `capabilities` here; "" when it can. The GPU
@@ -89,7 +104,8 @@ class Backend {
 std::string backend_unavailable_reason(BackendKind kind, const Capabilities& capabilities);
 
 // A backend of `kind` for one clause run. Throws emm::DriverUnavailableError when it cannot
-// run here (no GPU).
-std::unique_ptr<Backend> make_backend(BackendKind kind);
+// run here (no GPU), emm::InvalidArgumentError when settings.fake_devices is not in
+// [1, kMaxFakeDevices].
+std::unique_ptr<Backend> make_backend(BackendKind kind, const BackendSettings& settings = {});
 
 }  // namespace emm::conformance

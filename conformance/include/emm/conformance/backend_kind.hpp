@@ -3,7 +3,7 @@
 //   BackendKind kind = *parse_backend("gpu");
 //   std::cout << to_string(kind);   // "gpu"
 //
-// Plain enumeration; the functions are pure.
+// Plain values; the functions are pure.
 #pragma once
 
 #include <array>
@@ -15,6 +15,14 @@ namespace emm::conformance {
 enum class BackendKind { fake, gpu };
 
 inline constexpr std::array<BackendKind, 2> kBackendKinds{BackendKind::fake, BackendKind::gpu};
+
+// How make_backend() (backend.hpp) builds a backend; emm-certify's --devices sets fake_devices.
+struct BackendSettings {
+  // Devices of the fake machine: identical, without peer access, so that IPC between them is
+  // staged (spec 2.8). The gpu backend uses every GPU the driver sees.
+  int fake_devices = 1;
+};
+inline constexpr int kMaxFakeDevices = 16;
 
 // "fake", "gpu".
 std::string_view to_string(BackendKind kind) noexcept;

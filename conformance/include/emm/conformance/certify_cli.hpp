@@ -2,7 +2,8 @@
 //
 //   emm-certify --plugin PATH [--backend fake|gpu|all] [--only ID[,ID...]]
 //               [--json FILE] [--junit FILE] [--markdown FILE] [--html FILE] [--logs DIR]
-//               [--timeout-s N] [--memory-limit SIZE|none] [--isolation backend|clause]
+//               [--timeout-s N] [--memory-limit SIZE|none] [--devices N]
+//               [--isolation backend|clause]
 //               [--in-process] [--list] [--help]
 //
 //   CertifyOptions options = parse_certify_args(arguments);   // throws UsageError
@@ -62,6 +63,7 @@ struct CertifyOptions {
   // none in a sanitizer build); 0: none.
   std::optional<std::size_t> memory_limit;
   Isolation isolation = Isolation::backend;
+  BackendSettings backend_settings;  // --devices: BackendSettings::fake_devices
   bool list = false;
   bool help = false;
 };

@@ -7,7 +7,8 @@
 //   * the verdict helpers: fail() throws ClauseFailure whose message always starts "[<ID>] ";
 //     not_supported() is legal only for an optional clause whose capability is declared
 //     absent — anywhere else it becomes a failure ("undeclared NotImplementedError is a
-//     fail", spec §3);
+//     fail", spec §3); backend_cannot_run() is the backend's limit instead (a DEV clause on a
+//     machine with one device): not_supported with a named note, whatever the level;
 //   * records: figures for the certificate (record()), remarks (note()), and what the backend
 //     could not observe (unobservable(): "DEFER-3: host-free deferral not observable on gpu").
 // Observations of the machine (memory in use, driver blocks, invalid frees) come from
@@ -105,6 +106,10 @@ class ClauseRun {
   [[noreturn]] void not_supported(std::string_view reason) const;
   // For optional clauses: not_supported when the capability is declared absent.
   void require_capability() const;
+  // The backend cannot run this clause at all (it needs two devices and has one): the outcome
+  // is not_supported at any level, as for a backend that is not present (outcome.hpp), and the
+  // certificate carries the note "<ID>: <reason>", so that it is never read as a pass.
+  [[noreturn]] void backend_cannot_run(std::string_view reason);
 
   // --- records -------------------------------------------------------------------------------
   void record(std::string key, std::string value);

@@ -50,6 +50,7 @@ struct SchedulerSettings {
   std::chrono::milliseconds timeout{60000};
   std::size_t memory_limit_bytes = 0;  // per child; 0: none
   std::size_t parallel_fake = 2;       // clause isolation: fake jobs at once
+  BackendSettings backend;             // how each child makes its backend (--devices)
 };
 
 // Results in job order; `on_result` (optional) is called in this process as each one is known.

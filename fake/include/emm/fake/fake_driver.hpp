@@ -136,6 +136,10 @@ class FakeDriver : public Driver, public std::enable_shared_from_this<FakeDriver
   // The attach flag (CU_MEM_ATTACH_GLOBAL or CU_MEM_ATTACH_HOST) of the live cuMemAllocManaged
   // allocation of this process holding `pointer`; nullopt if none holds it.
   std::optional<unsigned> managed_attach_flags(CUdeviceptr pointer) const;
+  // The device whose memory holds the live cuMemAlloc/managed/pool allocation of this process
+  // that `pointer` lies in (the block's own record, whatever context was current when it was
+  // made or is current now); nullopt if none holds it. IPC mappings are not allocations.
+  std::optional<int> allocation_device(CUdeviceptr pointer) const;
   // This process's retains of `device`'s primary context not yet released.
   int primary_ctx_retain_count(int device) const;
   // Whether that context exists (retained, and not destroyed since: cuDevicePrimaryCtxGetState's
