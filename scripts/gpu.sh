@@ -9,7 +9,9 @@
 #
 # Environment: OUT (log folder), EMMKIT_GPU_PRESETS (default "default release"),
 # EMMKIT_GPU_JOBS (build jobs; default: all cores), EMMKIT_GPU_CTEST_JOBS (default 1: one GPU),
-# EMMKIT_GPU_CTEST_ARGS (more ctest arguments, e.g. "-LE soak" to leave the soak out).
+# EMMKIT_GPU_CTEST_ARGS (more ctest arguments, e.g. "-LE soak" to leave the soak out),
+# EMMKIT_GPU_STEPS (which test steps run, default all: "ctest" and the number prefixes of
+# scripts/gpu.d/*.sh, e.g. "ctest 50" or "55 60 70"; to split a long run over several calls).
 # The machine needs cmake, ninja, a C++20 compiler, GoogleTest/GoogleMock and the CUDA Toolkit
 # headers; nothing is installed here (GPU machines are often offline): scripts/setup.sh is run
 # in report-only mode. Each scripts/gpu.d/*.sh runs from the repository root with OUT set, and
@@ -31,6 +33,17 @@ read -r -a presets <<<"${EMMKIT_GPU_PRESETS:-default release}"
 jobs="${EMMKIT_GPU_JOBS:-$(nproc 2>/dev/null || echo 2)}"
 ctest_jobs="${EMMKIT_GPU_CTEST_JOBS:-1}"
 read -r -a ctest_args <<<"${EMMKIT_GPU_CTEST_ARGS:-}"
+read -r -a only_steps <<<"${EMMKIT_GPU_STEPS:-}"
+
+# selected NAME: whether the test step NAME ("ctest" or a gpu.d number prefix) is to run.
+selected() {
+  ((${#only_steps[@]} == 0)) && return 0
+  local wanted
+  for wanted in "${only_steps[@]}"; do
+    [[ "$1" == "$wanted" ]] && return 0
+  done
+  return 1
+}
 
 results=()
 failed=0
@@ -69,11 +82,15 @@ main() {
   fi
 
   if [[ "$mode" != build ]]; then
-    step "ctest -L gpu (default preset)" \
-      ctest --preset default -L gpu --output-on-failure -j "$ctest_jobs" "${ctest_args[@]}"
-    local script
+    if selected ctest; then
+      step "ctest -L gpu (default preset)" \
+        ctest --preset default -L gpu --output-on-failure -j "$ctest_jobs" "${ctest_args[@]}"
+    fi
+    local script name
     shopt -s nullglob
     for script in scripts/gpu.d/*.sh; do
+      name="$(basename "$script")"
+      selected "${name%%-*}" || continue
       step "$script" bash "$script"
     done
     shopt -u nullglob
