@@ -268,6 +268,30 @@ TEST(Diagnoses, MempinOfWholePagesSaysWhichNeighbouringBytesArePinned) {
                            "pages can be pinned too");
 }
 
+// mempin(mapped=false) registers only the first half of [p, p+n).
+struct PinsHalfTheRange : NumbaCUDAMemoryManager {
+  using NumbaCUDAMemoryManager::NumbaCUDAMemoryManager;
+  HostAllocation mempin(std::shared_ptr<void> owner, void* pointer, std::size_t size,
+                        bool mapped) override {
+    if (mapped) return NumbaCUDAMemoryManager::mempin(std::move(owner), pointer, size, mapped);
+    Driver& d = driver();
+    d.mem_host_register(pointer, size / 2, 0);
+    return HostAllocation::pinned(std::make_shared<PinnedMemory>(
+        context(), pointer, size, owner, [&d, pointer] { d.mem_host_unregister(pointer); }));
+  }
+};
+
+TEST(Diagnoses, MempinOfPartOfTheRangeSaysPartIsNotPageLocked) {
+  const ClauseResult r = run(subject<PinsHalfTheRange>(), "ALLOC-7");
+  EXPECT_EQ(r.outcome, Outcome::fail);
+  const auto size = 2 * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)) + 100;
+  EXPECT_TRUE(starts_with(r.message, "[ALLOC-7] mempin(owner, p = page + 40, " +
+                                         std::to_string(size) +
+                                         ", mapped=0) returned PinnedMemory over [0x"))
+      << r.message;
+  EXPECT_TRUE(ends_with(r.message, "): part of the memory is not page-locked")) << r.message;
+}
+
 // --- HostOnly duties -----------------------------------------------------------------------------
 
 struct ResetSkipsParent : NumbaCUDAMemoryManager {

@@ -76,12 +76,16 @@ std::optional<HostMemoryState> expect_page_locked(ClauseRun& run, const void* ho
                  "cuMemHostRegister range holding it (pageable memory handed out as ",
                  kind, ")"));
   }
+  if (!state->range) {
+    run.unobservable("the extent of page-locked host ranges");
+    return state;
+  }
+  const AddressRange& range = *state->range;
   const auto start = static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(host));
-  if (start < state->range.base || start + size > state->range.base + state->range.size) {
+  if (start < range.base || start + size > range.base + range.size) {
     run.fail(str(what, " returned ", kind, " over [", hex(start), ", ", hex(start + size),
-                 "), but the page-locked range holding its first byte is only [",
-                 hex(state->range.base), ", ", hex(state->range.base + state->range.size),
-                 "): part of the memory is not page-locked"));
+                 "), but the page-locked range holding its first byte is only [", hex(range.base),
+                 ", ", hex(range.base + range.size), "): part of the memory is not page-locked"));
   }
   return state;
 }

@@ -30,10 +30,14 @@ HostMemoryState host_memory_from_driver(Driver& driver, const void* address) {
     throw;
   }
   if (!state.page_locked) return state;
-  state.range.base = static_cast<CUdeviceptr>(
-      driver.pointer_get_attribute(CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, pointer));
-  state.range.size = static_cast<std::size_t>(
-      driver.pointer_get_attribute(CU_POINTER_ATTRIBUTE_RANGE_SIZE, pointer));
+  try {
+    state.range = AddressRange{static_cast<CUdeviceptr>(driver.pointer_get_attribute(
+                                   CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, pointer)),
+                               static_cast<std::size_t>(driver.pointer_get_attribute(
+                                   CU_POINTER_ATTRIBUTE_RANGE_SIZE, pointer))};
+  } catch (const CudaDriverError&) {
+    // Not every driver answers the range of host memory (docs/fake-vs-gpu.md): left unknown.
+  }
   try {
     state.host_alloc_flags = driver.mem_host_get_flags(const_cast<void*>(address));
   } catch (const CudaDriverError& error) {

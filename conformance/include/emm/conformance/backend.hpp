@@ -37,8 +37,8 @@ struct HostMemoryState {
   // (cuPointerGetAttribute's MEMORY_TYPE is CU_MEMORYTYPE_HOST; pageable memory has none).
   bool page_locked = false;
   // That block or range, as cuPointerGetAttribute's RANGE_START_ADDR / RANGE_SIZE report it
-  // (when page_locked).
-  AddressRange range{};
+  // (when page_locked); std::nullopt when the driver does not answer them for host memory.
+  std::optional<AddressRange> range;
   // The flags of the cuMemHostAlloc block holding the address (cuMemHostGetFlags); std::nullopt
   // for registered memory, which has none.
   std::optional<unsigned> host_alloc_flags;
