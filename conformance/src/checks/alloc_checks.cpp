@@ -1,5 +1,7 @@
 // ALLOC — allocation (spec §4): memalloc basics, overlap, out of memory, refct at rest, host
 // allocations, pinning, concurrency and alignment.
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +16,11 @@
 namespace emm::conformance::checks {
 namespace {
 
+std::size_t host_page_size() {
+  static const std::size_t size = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  return size;
+}
+
 // A page-aligned host buffer whose release is observable.
 struct OwnedBuffer {
   std::shared_ptr<void> owner;
@@ -21,7 +28,7 @@ struct OwnedBuffer {
   std::byte* data = nullptr;
 
   explicit OwnedBuffer(std::size_t bytes) {
-    void* raw = std::aligned_alloc(4096, bytes);
+    void* raw = std::aligned_alloc(host_page_size(), bytes);
     data = static_cast<std::byte*>(raw);
     owner = std::shared_ptr<void>(raw, [flag = released](void* p) {
       std::free(p);
@@ -29,6 +36,93 @@ struct OwnedBuffer {
     });
   }
 };
+
+// "CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_WRITECOMBINED", or "no flags".
+std::string host_alloc_flag_names(unsigned flags) {
+  std::string names;
+  auto add = [&](unsigned flag, std::string_view name) {
+    if ((flags & flag) == 0) return;
+    if (!names.empty()) names += " | ";
+    names += name;
+    flags &= ~flag;
+  };
+  add(CU_MEMHOSTALLOC_PORTABLE, "CU_MEMHOSTALLOC_PORTABLE");
+  add(CU_MEMHOSTALLOC_DEVICEMAP, "CU_MEMHOSTALLOC_DEVICEMAP");
+  add(CU_MEMHOSTALLOC_WRITECOMBINED, "CU_MEMHOSTALLOC_WRITECOMBINED");
+  if (flags != 0) names += (names.empty() ? "" : " | ") + hex(flags);
+  return names.empty() ? "no flags" : names;
+}
+
+// ALLOC-6/ALLOC-7: what was returned as `kind` (PinnedMemory/MappedMemory) over
+// [host, host + size) is page-locked, all of it in one cuMemHostAlloc block or registered range,
+// as the driver reports it. Returns that state; std::nullopt when the backend cannot ask.
+std::optional<HostMemoryState> expect_page_locked(ClauseRun& run, const void* host,
+                                                  std::size_t size, std::string_view what,
+                                                  std::string_view kind) {
+  std::optional<HostMemoryState> state;
+  try {
+    state = run.backend().host_memory(host);
+  } catch (...) {
+    run.fail(str("asking the driver whether the host memory of ", what,
+                 " is page-locked failed: ", describe_current_exception()));
+  }
+  if (!state) {
+    run.unobservable("whether host memory is page-locked");
+    return std::nullopt;
+  }
+  if (!state->page_locked) {
+    run.fail(str(what, " returned ", kind, " over host memory at ", host,
+                 " that is not page-locked: the driver knows no cuMemHostAlloc block or "
+                 "cuMemHostRegister range holding it (pageable memory handed out as ",
+                 kind, ")"));
+  }
+  if (!state->range) {
+    run.unobservable("the extent of page-locked host ranges");
+    return state;
+  }
+  const AddressRange& range = *state->range;
+  const auto start = static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(host));
+  if (start < range.base || start + size > range.base + range.size) {
+    run.fail(str(what, " returned ", kind, " over [", hex(start), ", ", hex(start + size),
+                 "), but the page-locked range holding its first byte is only [", hex(range.base),
+                 ", ", hex(range.base + range.size), "): part of the memory is not page-locked"));
+  }
+  return state;
+}
+
+// ALLOC-7: mempin registered exactly [p, p+n): the `margin` bytes just before p and just after
+// p + n, in the same pages, can still be registered by someone else. The driver decides overlap
+// on bytes (docs/fake-vs-gpu.md), so a plugin that pins whole pages makes these fail.
+void expect_neighbours_pinnable(ClauseRun& run, std::byte* pointer, std::size_t size,
+                                std::size_t margin, std::string_view what) {
+  Driver& driver = run.driver();
+  for (const bool before : {true, false}) {
+    std::byte* start = before ? pointer - margin : pointer + size;
+    const std::string where =
+        str("the ", margin, " bytes just ", before ? "before p" : "after p + n",
+            " (in the same page, not part of [p, p+n))");
+    try {
+      driver.mem_host_register(start, margin, 0);
+    } catch (const CudaDriverError& error) {
+      if (error.code() == CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED) {
+        run.fail(str(what, " pinned more than [p, p+n): ", where,
+                     " are already page-locked (cuMemHostRegister answered "
+                     "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED); register exactly the given "
+                     "range, not whole pages, so that neighbouring buffers in those pages can "
+                     "be pinned too"));
+      }
+      run.fail(str("registering ", where, " after ", what, " failed: ", error.what()));
+    } catch (...) {
+      run.fail(
+          str("registering ", where, " after ", what, " failed: ", describe_current_exception()));
+    }
+    try {
+      driver.mem_host_unregister(start);
+    } catch (...) {
+      run.fail(str("unregistering ", where, " failed: ", describe_current_exception()));
+    }
+  }
+}
 
 HostAllocation pin(ClauseRun& run, Context& context, std::shared_ptr<void> owner, void* pointer,
                    std::size_t size, bool mapped, std::string_view what) {
@@ -361,6 +455,29 @@ EMM_CHECK(ALLOC_6) {
         const std::vector<std::byte> written = pattern(kSize, ++seed);
         std::memcpy(host, written.data(), kSize);
         if (std::memcmp(host, written.data(), kSize) != 0) run.fail(what + " is not writable");
+        const std::optional<HostMemoryState> state =
+            expect_page_locked(run, host, kSize, what, mapped ? "MappedMemory" : "PinnedMemory");
+        const unsigned asked = (mapped ? CU_MEMHOSTALLOC_DEVICEMAP : 0u) |
+                               (portable ? CU_MEMHOSTALLOC_PORTABLE : 0u) |
+                               (wc ? CU_MEMHOSTALLOC_WRITECOMBINED : 0u);
+        if (state && state->host_alloc_flags) {
+          // Only what was asked for is judged: a driver with unified addressing may report
+          // flags of its own (docs/fake-vs-gpu.md).
+          const unsigned missing = asked & ~*state->host_alloc_flags;
+          if (missing != 0) {
+            run.fail(str(what, ": the cuMemHostAlloc block holding its memory was allocated with ",
+                         host_alloc_flag_names(*state->host_alloc_flags),
+                         " (cuMemHostGetFlags), without ", host_alloc_flag_names(missing),
+                         ": the flags memhostalloc is given must reach cuMemHostAlloc"));
+          }
+        } else if (state && wc) {
+          run.fail(str(what,
+                       " returned registered host memory (cuMemHostRegister), which cannot be "
+                       "write-combined: wc=true needs cuMemHostAlloc with "
+                       "CU_MEMHOSTALLOC_WRITECOMBINED"));
+        } else if (state && portable) {
+          run.unobservable("the portable flag of registered host memory returned by memhostalloc");
+        }
         if (!mapped) {
           if (!allocation.pinned_memory()) run.fail(what + " returned no PinnedMemory");
           continue;
@@ -393,20 +510,25 @@ EMM_CHECK(ALLOC_6) {
 }
 
 // ALLOC-7: mempin kinds, ownership, exact range, immediate unpin (also inside defer_cleanup).
+// p is not page-aligned and n is not a page multiple, so that pinning whole pages shows.
 EMM_CHECK(ALLOC_7) {
   Context& context = run.host().context();
-  constexpr std::size_t kPage = 4096;
-  constexpr std::size_t kSize = 2 * kPage;
+  const std::size_t page = host_page_size();
+  constexpr std::size_t kOffset = 40;
+  constexpr std::size_t kMargin = 24;
+  const std::size_t size = 2 * page + 100;
   for (const bool mapped : {false, true}) {
     if (mapped && !context.can_map_host_memory()) {
       run.note("the device cannot map host memory: mempin(mapped=true) not checked");
       continue;
     }
-    OwnedBuffer buffer(4 * kPage);
-    std::byte* pointer = buffer.data + kPage;
-    const std::string what = str("mempin(owner, p, ", kSize, ", mapped=", mapped, ")");
+    OwnedBuffer buffer(4 * page);
+    std::byte* pointer = buffer.data + page + kOffset;
+    const std::string what =
+        str("mempin(owner, p = page + ", kOffset, ", ", size, ", mapped=", mapped, ")");
+    const std::string kind = mapped ? "MappedMemory" : "PinnedMemory";
     const long owner_uses = buffer.owner.use_count();
-    HostAllocation allocation = pin(run, context, buffer.owner, pointer, kSize, mapped, what);
+    HostAllocation allocation = pin(run, context, buffer.owner, pointer, size, mapped, what);
     if (allocation.is_mapped() != mapped) {
       run.fail(str(what, " returned ", allocation.is_mapped() ? "mapped" : "pinned",
                    " memory; expected ", mapped ? "MappedMemory" : "PinnedMemory"));
@@ -419,19 +541,28 @@ EMM_CHECK(ALLOC_7) {
       run.fail(str(what, " covers host address ", allocation.host_pointer(),
                    ", expected p = ", static_cast<void*>(pointer)));
     }
-    run.expect_eq(allocation.size(), kSize, what + " size()");
+    run.expect_eq(allocation.size(), size, what + " size()");
     if (allocation.owned().get() != buffer.owner.get()) {
       run.fail(what + " does not keep the given owner as its owner (owned() differs)");
     }
     if (buffer.owner.use_count() <= owner_uses) {
       run.fail(what + " does not hold a reference to the owner (its use_count did not grow)");
     }
+    expect_page_locked(run, pointer, size, what, kind);
+    expect_neighbours_pinnable(run, pointer, size, kMargin, what);
     if (mapped) {
-      const std::vector<std::byte> written = pattern(kSize, 1700);
-      std::memcpy(pointer, written.data(), kSize);
-      expect_same_bytes(
-          run, read_device(run, allocation.mapped_pointer()->device_pointer(), kSize, what),
-          written, what + ": the device pointer does not alias [p, p+n)");
+      const CUdeviceptr device = allocation.mapped_pointer()->device_pointer();
+      const std::vector<std::byte> written = pattern(size, 1700);
+      std::memcpy(pointer, written.data(), size);
+      expect_same_bytes(run, read_device(run, device, size, what), written,
+                        what +
+                            ": the device pointer does not alias [p, p+n) (host write, "
+                            "device read)");
+      const std::vector<std::byte> back = pattern(size, 1701);
+      write_device(run, device, back, what);
+      if (std::memcmp(pointer, back.data(), size) != 0) {
+        run.fail(what + ": the device pointer does not alias [p, p+n) (device write, host read)");
+      }
     }
     // The allocation alone keeps the buffer alive.
     std::shared_ptr<void> keep_alive_check = std::move(buffer.owner);
@@ -445,12 +576,12 @@ EMM_CHECK(ALLOC_7) {
     }
 
     // Same range pinned again immediately, outside and inside defer_cleanup.
-    OwnedBuffer again(4 * kPage);
-    std::byte* p2 = again.data + kPage;
-    { HostAllocation first = pin(run, context, again.owner, p2, kSize, mapped, what); }
+    OwnedBuffer again(4 * page);
+    std::byte* p2 = again.data + page + kOffset;
+    { HostAllocation first = pin(run, context, again.owner, p2, size, mapped, what); }
     {
       HostAllocation second =
-          pin(run, context, again.owner, p2, kSize, mapped,
+          pin(run, context, again.owner, p2, size, mapped,
               what + " of a range released a moment ago (unpin must be immediate)");
     }
     CleanupGuard guard;
@@ -461,11 +592,11 @@ EMM_CHECK(ALLOC_7) {
     }
     {
       HostAllocation inside =
-          pin(run, context, again.owner, p2, kSize, mapped, what + " inside defer_cleanup");
+          pin(run, context, again.owner, p2, size, mapped, what + " inside defer_cleanup");
     }
     {
       HostAllocation inside_again =
-          pin(run, context, again.owner, p2, kSize, mapped,
+          pin(run, context, again.owner, p2, size, mapped,
               what +
                   " inside defer_cleanup of a range released a moment ago (unpin must be "
                   "immediate even while cleanup is deferred)");

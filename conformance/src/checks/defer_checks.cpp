@@ -213,6 +213,13 @@ EMM_CHECK(DEFER_3) {
   // cuMemHostAlloc blocks).
   Backend& backend = run.backend();
   HostAllocation pinned = context.memhostalloc(4096, false);
+  if (const std::optional<HostMemoryState> state = backend.host_memory(pinned.host_pointer());
+      state && !state->page_locked) {
+    run.note(
+        "memhostalloc(4096) returned memory that is not page-locked (ALLOC-6 judges that): "
+        "host-free deferral not checked");
+    return;
+  }
   const std::optional<std::size_t> live = backend.host_allocation_count();
   if (!live) {
     run.unobservable("host-free deferral");

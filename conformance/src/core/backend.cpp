@@ -1,6 +1,8 @@
 #include "emm/conformance/backend.hpp"
 
 #include "core/backend_factories.hpp"
+#include "emm/errors.hpp"
+#include "emm/pointer_attribute.hpp"
 
 namespace emm::conformance {
 
@@ -14,6 +16,35 @@ std::string backend_unavailable_reason(BackendKind kind, const Capabilities& cap
   }
   const std::string& reason = gpu_unavailable_reason();
   return reason.empty() ? "" : "no GPU: " + reason;
+}
+
+HostMemoryState host_memory_from_driver(Driver& driver, const void* address) {
+  HostMemoryState state;
+  const auto pointer = static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(address));
+  try {
+    state.page_locked = driver.pointer_get_attribute(CU_POINTER_ATTRIBUTE_MEMORY_TYPE, pointer) ==
+                        CU_MEMORYTYPE_HOST;
+  } catch (const CudaDriverError& error) {
+    // Pageable (or freed) memory is no CUDA memory at all.
+    if (error.code() == CUDA_ERROR_INVALID_VALUE) return state;
+    throw;
+  }
+  if (!state.page_locked) return state;
+  try {
+    state.range = AddressRange{static_cast<CUdeviceptr>(driver.pointer_get_attribute(
+                                   CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, pointer)),
+                               static_cast<std::size_t>(driver.pointer_get_attribute(
+                                   CU_POINTER_ATTRIBUTE_RANGE_SIZE, pointer))};
+  } catch (const CudaDriverError&) {
+    // Not every driver answers the range of host memory (docs/fake-vs-gpu.md): left unknown.
+  }
+  try {
+    state.host_alloc_flags = driver.mem_host_get_flags(const_cast<void*>(address));
+  } catch (const CudaDriverError& error) {
+    // Drivers that answer only for cuMemHostAlloc blocks refuse registered memory.
+    if (error.code() != CUDA_ERROR_INVALID_VALUE) throw;
+  }
+  return state;
 }
 
 std::unique_ptr<Backend> make_backend(BackendKind kind, const BackendSettings& settings) {

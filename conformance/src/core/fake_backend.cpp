@@ -46,6 +46,9 @@ class FakeBackend final : public Backend {
   std::optional<std::size_t> host_registration_count() override {
     return fake_->host_registration_count();
   }
+  std::optional<HostMemoryState> host_memory(const void* address) override {
+    return host_memory_from_driver(*fake_, address);
+  }
   std::optional<std::size_t> invalid_frees() override { return fake_->invalid_frees(); }
   std::optional<std::size_t> invalid_accesses() override { return fake_->invalid_accesses(); }
 

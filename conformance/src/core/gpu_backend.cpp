@@ -109,6 +109,9 @@ class GpuBackend final : public Backend {
 
   std::optional<std::size_t> host_allocation_count() override { return std::nullopt; }
   std::optional<std::size_t> host_registration_count() override { return std::nullopt; }
+  std::optional<HostMemoryState> host_memory(const void* address) override {
+    return host_memory_from_driver(*driver_, address);
+  }
   std::optional<std::size_t> invalid_frees() override { return std::nullopt; }
   std::optional<std::size_t> invalid_accesses() override { return std::nullopt; }
 

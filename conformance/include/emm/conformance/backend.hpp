@@ -33,6 +33,23 @@
 
 namespace emm::conformance {
 
+// The driver's view of one host address (ALLOC-6, ALLOC-7).
+struct HostMemoryState {
+  // Page-locked: inside a cuMemHostAlloc block or a cuMemHostRegister range
+  // (cuPointerGetAttribute's MEMORY_TYPE is CU_MEMORYTYPE_HOST; pageable memory has none).
+  bool page_locked = false;
+  // That block or range, as cuPointerGetAttribute's RANGE_START_ADDR / RANGE_SIZE report it
+  // (when page_locked); std::nullopt when the driver does not answer them for host memory.
+  std::optional<AddressRange> range;
+  // What cuMemHostGetFlags reports for the address: a cuMemHostAlloc block's flags, or a
+  // registered range's PORTABLE/DEVICEMAP bits, with DEVICEMAP added by the driver under unified
+  // addressing (seen on an H100); std::nullopt when the driver refuses (pageable memory).
+  std::optional<unsigned> host_alloc_flags;
+};
+
+// host_memory() for any driver: what both backends answer.
+HostMemoryState host_memory_from_driver(Driver& driver, const void* address);
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -71,6 +88,10 @@ class Backend {
   // Live cuMemHostAlloc blocks / cuMemHostRegister ranges of this process.
   virtual std::optional<std::size_t> host_allocation_count() = 0;
   virtual std::optional<std::size_t> host_registration_count() = 0;
+  // What the driver says of the host byte at `address` (HostMemoryState); std::nullopt where it
+  // cannot be asked. Both backends ask the driver itself (cuPointerGetAttribute,
+  // cuMemHostGetFlags), so the fake and the gpu observe the same (docs/fake-vs-gpu.md).
+  virtual std::optional<HostMemoryState> host_memory(const void* address) = 0;
 
   // --- what the driver saw go wrong
   // ---------------------------------------------------------------- Frees, unregisters and closes

@@ -1,0 +1,314 @@
+// Diagnoses point at the culprit: for each family of failure message, a small defective plugin
+// run in-process through evaluate() on the fake backend, and the exact message it gets — the
+// method that misbehaved and what was seen. A leak is blamed on the method that leaked, an
+// overlap is called an overlap, an IPC handle's wrong field is named with the value expected,
+// host memory's flags and page-locking are named as the driver reports them.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <emm/conformance/evaluate.hpp>
+#include <emm/context.hpp>
+#include <emm/driver.hpp>
+#include <emm/numba_memory_manager.hpp>
+#include <new>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace emm::conformance {
+namespace {
+
+template <class Plugin>
+PluginSubject subject() {
+  const PluginDeclaration declaration{
+      .name = "defective",
+      .capabilities = {.memory_info = true, .ipc = true, .thread_safe = true},
+      .defer_cleanup_behaviour = "as the reference"};
+  return PluginSubject{PluginDescription::from(complete_declaration<Plugin>(declaration)),
+                       [](Context* c) -> std::unique_ptr<BaseCUDAMemoryManager> {
+                         return std::make_unique<Plugin>(c);
+                       }};
+}
+
+ClauseResult run(const PluginSubject& s, const char* id) {
+  const Clause* clause = catalogue().find(id);
+  if (clause == nullptr) throw std::runtime_error(std::string(id) + " is not in the catalogue");
+  return evaluate_on(s, *clause, BackendKind::fake);
+}
+
+bool starts_with(const std::string& text, const std::string& prefix) {
+  return text.rfind(prefix, 0) == 0;
+}
+
+bool ends_with(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// --- leaks: blamed on the method that leaked ---------------------------------------------------
+
+// Every get_memory_info() call takes 4 KiB of device memory and keeps it.
+struct LeakyMemoryInfo : NumbaCUDAMemoryManager {
+  using NumbaCUDAMemoryManager::NumbaCUDAMemoryManager;
+  MemoryInfo get_memory_info() override {
+    leaked_.push_back(driver().mem_alloc(4096));
+    return NumbaCUDAMemoryManager::get_memory_info();
+  }
+  ~LeakyMemoryInfo() override {
+    for (CUdeviceptr pointer : leaked_) driver().mem_free(pointer);
+  }
+  std::vector<CUdeviceptr> leaked_;
+};
+
+TEST(Diagnoses, LeakInGetMemoryInfoIsBlamedOnGetMemoryInfoNotInitialize) {
+  const ClauseResult life = run(subject<LeakyMemoryInfo>(), "LIFE-2");
+  EXPECT_EQ(life.outcome, Outcome::pass) << life.message;
+  ASSERT_EQ(life.notes.size(), 1u);
+  EXPECT_EQ(life.notes[0],
+            "get_memory_info() itself took 4096 bytes of device memory (INFO-1 judges that); "
+            "not counted against initialize()");
+  const ClauseResult info = run(subject<LeakyMemoryInfo>(), "INFO-1");
+  EXPECT_EQ(info.outcome, Outcome::fail);
+  EXPECT_TRUE(starts_with(info.message,
+                          "[INFO-1] after 64 get_memory_info() calls, 262144 bytes more device "
+                          "memory are in use than before them ("))
+      << info.message;
+  EXPECT_TRUE(ends_with(info.message, "): get_memory_info() leaks device memory on every call"))
+      << info.message;
+}
+
+// Every initialize() call takes 4 KiB and keeps it.
+struct LeakyInitialize : NumbaCUDAMemoryManager {
+  using NumbaCUDAMemoryManager::NumbaCUDAMemoryManager;
+  void initialize() override {
+    NumbaCUDAMemoryManager::initialize();
+    leaked_.push_back(memalloc(4096));
+  }
+  std::vector<std::shared_ptr<MemoryPointer>> leaked_;
+};
+
+TEST(Diagnoses, LeakInInitializeIsBlamedOnInitialize) {
+  const ClauseResult r = run(subject<LeakyInitialize>(), "LIFE-2");
+  EXPECT_EQ(r.outcome, Outcome::fail);
+  EXPECT_TRUE(starts_with(r.message, "[LIFE-2] device memory in use went from ")) << r.message;
+  EXPECT_TRUE(ends_with(r.message,
+                        " bytes across 110 initialize() calls; expected no change (initialize() "
+                        "must not allocate per call nor release live state)"))
+      << r.message;
+}
+
+// --- reuse of live memory: an overlap, never "the finalizer ran" -------------------------------
+
+// Requests of 8232 bytes (FIN-1's) all get the same memory, kept by the plugin: a live
+// allocation's bytes are handed out again while the caller still holds them.
+struct HandsOutLiveMemory : NumbaCUDAMemoryManager {
+  using NumbaCUDAMemoryManager::NumbaCUDAMemoryManager;
+  std::shared_ptr<MemoryPointer> memalloc(std::size_t size) override {
+    if (size != 8232) return NumbaCUDAMemoryManager::memalloc(size);
+    if (!kept_) kept_ = NumbaCUDAMemoryManager::memalloc(size);
+    return kept_->view(0);
+  }
+  void reset() override {
+    kept_.reset();
+    NumbaCUDAMemoryManager::reset();
+  }
+  std::shared_ptr<MemoryPointer> kept_;
+};
+
+TEST(Diagnoses, MemoryHandedOutTwiceIsAnOverlapNotAnEarlyFinalizer) {
+  const ClauseResult r = run(subject<HandsOutLiveMemory>(), "FIN-1");
+  EXPECT_EQ(r.outcome, Outcome::fail);
+  EXPECT_EQ(r.message,
+            "[FIN-1] a new memalloc(8232) at 0x200000000000000 overlaps the allocation at "
+            "0x200000000000000 after dropping the pointer memalloc returned while a copy of it, "
+            "its own(), its view(0), its view(1), its view(16, 4096)->view(8) still "
+            "reference(s) it (drop order #1): the plugin handed out memory that is still in use "
+            "(its finalizer has not run)");
+}
+
+// --- IPC handle fields ---------------------------------------------------------------------------
+
+// Numba's "foreign" arrays: for memory whose owner() is not one of its allocations, the offset
+// is taken from the owner.
+struct ForeignOffsetFromOwner : NumbaCUDAMemoryManager {
+  using NumbaCUDAMemoryManager::NumbaCUDAMemoryManager;
+  IpcHandle get_ipc_handle(const std::shared_ptr<MemoryPointer>& memory) override {
+    const std::shared_ptr<MemoryPointer> owner = memory->owner();
+    if (owner->is_managed()) return NumbaCUDAMemoryManager::get_ipc_handle(memory);
+    return IpcHandle(memory, driver().ipc_get_mem_handle(owner->device_pointer()), memory->size(),
+                     context()->device_identity(),
+                     memory->device_pointer() - owner->device_pointer());
+  }
+};
+
+TEST(Diagnoses, IpcOffsetFromTheOwnerNamesTheForeignViewAndTheExpectedOffset) {
+  const ClauseResult r = run(subject<ForeignOffsetFromOwner>(), "IPC-1");
+  EXPECT_EQ(r.outcome, Outcome::fail);
+  EXPECT_EQ(r.message,
+            "[IPC-1] get_ipc_handle(a foreign MemoryPointer over [1000, 4000) of the buffer "
+            "(owner() is itself)).offset() is 0, expected 1000 = view pointer 0x2000000000003e8 - "
+            "base 0x200000000000000 of the block the driver handle refers to (an offset from the "
+            "memory's owner or from a pool's own bookkeeping is wrong for foreign views)");
+}
+
+struct HandleWithoutBase : NumbaCUDAMemoryManager {
+  using NumbaCUDAMemoryManager::NumbaCUDAMemoryManager;
+  IpcHandle get_ipc_handle(const std::shared_ptr<MemoryPointer>& memory) override {
+    IpcHandle handle = NumbaCUDAMemoryManager::get_ipc_handle(memory);
+    return IpcHandle(nullptr, handle.handle(), handle.size(), handle.source_info(),
+                     handle.offset());
+  }
+};
+
+TEST(Diagnoses, IpcHandleWithoutBaseSaysWhatTheBaseIsFor) {
+  const ClauseResult r = run(subject<HandleWithoutBase>(), "IPC-1");
+  EXPECT_EQ(r.outcome, Outcome::fail);
+  EXPECT_EQ(r.message,
+            "[IPC-1] get_ipc_handle(the buffer itself).base() is null; it must reference the "
+            "exported memory and keep it alive while the handle lives (pass `memory` as the "
+            "base)");
+}
+
+struct HandleWithoutSourceInfo : NumbaCUDAMemoryManager {
+  using NumbaCUDAMemoryManager::NumbaCUDAMemoryManager;
+  IpcHandle get_ipc_handle(const std::shared_ptr<MemoryPointer>& memory) override {
+    IpcHandle handle = NumbaCUDAMemoryManager::get_ipc_handle(memory);
+    return IpcHandle(memory, handle.handle(), handle.size(), std::nullopt, handle.offset());
+  }
+};
+
+TEST(Diagnoses, IpcHandleWithoutSourceInfoSaysWhatItIsFor) {
+  const ClauseResult r = run(subject<HandleWithoutSourceInfo>(), "IPC-1");
+  EXPECT_EQ(r.outcome, Outcome::fail);
+  EXPECT_EQ(r.message,
+            "[IPC-1] get_ipc_handle(the buffer itself).source_info() is empty; it must be the "
+            "exporting device's identity (the importer needs it to choose between a direct and a "
+            "staged open)");
+}
+
+// --- host memory: flags and page-locking, as the driver reports them ---------------------------
+
+struct DropsWriteCombined : NumbaCUDAMemoryManager {
+  using NumbaCUDAMemoryManager::NumbaCUDAMemoryManager;
+  HostAllocation memhostalloc(std::size_t size, bool mapped, bool portable, bool) override {
+    return NumbaCUDAMemoryManager::memhostalloc(size, mapped, portable, false);
+  }
+};
+
+TEST(Diagnoses, MemhostallocDroppingAFlagNamesTheFlagsTheDriverSaw) {
+  const ClauseResult r = run(subject<DropsWriteCombined>(), "ALLOC-6");
+  EXPECT_EQ(r.outcome, Outcome::fail);
+  EXPECT_EQ(r.message,
+            "[ALLOC-6] memhostalloc(8197, mapped=0, portable=0, wc=1): the cuMemHostAlloc block "
+            "holding its memory was allocated with CU_MEMHOSTALLOC_DEVICEMAP (cuMemHostGetFlags), "
+            "without "
+            "CU_MEMHOSTALLOC_WRITECOMBINED: the flags memhostalloc is given must reach "
+            "cuMemHostAlloc");
+}
+
+struct PageableAsPinned : NumbaCUDAMemoryManager {
+  using NumbaCUDAMemoryManager::NumbaCUDAMemoryManager;
+  HostAllocation memhostalloc(std::size_t size, bool mapped, bool portable, bool wc) override {
+    if (mapped) return NumbaCUDAMemoryManager::memhostalloc(size, mapped, portable, wc);
+    void* pointer = std::malloc(size);
+    if (pointer == nullptr) throw std::bad_alloc();
+    return HostAllocation::pinned(std::make_shared<PinnedMemory>(
+        context(), pointer, size, nullptr, [pointer] { std::free(pointer); }));
+  }
+};
+
+TEST(Diagnoses, PageableMemoryAsPinnedSaysItIsNotPageLocked) {
+  const ClauseResult r = run(subject<PageableAsPinned>(), "ALLOC-6");
+  EXPECT_EQ(r.outcome, Outcome::fail);
+  EXPECT_TRUE(starts_with(r.message,
+                          "[ALLOC-6] memhostalloc(8197, mapped=0, portable=0, wc=0) returned "
+                          "PinnedMemory over host memory at 0x"))
+      << r.message;
+  EXPECT_TRUE(ends_with(r.message,
+                        " that is not page-locked: the driver knows no cuMemHostAlloc block or "
+                        "cuMemHostRegister range holding it (pageable memory handed out as "
+                        "PinnedMemory)"))
+      << r.message;
+  // DEFER-3 leaves the diagnosis to ALLOC-6 instead of calling it a deferral bug.
+  const ClauseResult defer = run(subject<PageableAsPinned>(), "DEFER-3");
+  EXPECT_EQ(defer.outcome, Outcome::pass) << defer.message;
+}
+
+// mempin registers the whole pages around [p, p+n).
+struct PinsWholePages : NumbaCUDAMemoryManager {
+  using NumbaCUDAMemoryManager::NumbaCUDAMemoryManager;
+  HostAllocation mempin(std::shared_ptr<void> owner, void* pointer, std::size_t size,
+                        bool mapped) override {
+    const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const auto start = reinterpret_cast<std::uintptr_t>(pointer);
+    void* first = reinterpret_cast<void*>(start / page * page);
+    const std::size_t length = (start + size + page - 1) / page * page - start / page * page;
+    Driver& d = driver();
+    d.mem_host_register(first, length, mapped ? CU_MEMHOSTREGISTER_DEVICEMAP : 0u);
+    Finalizer unpin = [&d, first] { d.mem_host_unregister(first); };
+    if (mapped) {
+      return HostAllocation::mapped(
+          std::make_shared<MappedMemory>(context(), pointer, size, owner, std::move(unpin))->own());
+    }
+    return HostAllocation::pinned(
+        std::make_shared<PinnedMemory>(context(), pointer, size, owner, std::move(unpin)));
+  }
+};
+
+TEST(Diagnoses, MempinOfWholePagesSaysWhichNeighbouringBytesArePinned) {
+  const ClauseResult r = run(subject<PinsWholePages>(), "ALLOC-7");
+  EXPECT_EQ(r.outcome, Outcome::fail);
+  const auto size = 2 * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)) + 100;
+  EXPECT_EQ(r.message, "[ALLOC-7] mempin(owner, p = page + 40, " + std::to_string(size) +
+                           ", mapped=0) pinned more than [p, p+n): the 24 bytes just before p (in "
+                           "the same page, not part of [p, p+n)) are already page-locked "
+                           "(cuMemHostRegister answered "
+                           "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED); register exactly the "
+                           "given range, not whole pages, so that neighbouring buffers in those "
+                           "pages can be pinned too");
+}
+
+// mempin(mapped=false) registers only the first half of [p, p+n).
+struct PinsHalfTheRange : NumbaCUDAMemoryManager {
+  using NumbaCUDAMemoryManager::NumbaCUDAMemoryManager;
+  HostAllocation mempin(std::shared_ptr<void> owner, void* pointer, std::size_t size,
+                        bool mapped) override {
+    if (mapped) return NumbaCUDAMemoryManager::mempin(std::move(owner), pointer, size, mapped);
+    Driver& d = driver();
+    d.mem_host_register(pointer, size / 2, 0);
+    return HostAllocation::pinned(std::make_shared<PinnedMemory>(
+        context(), pointer, size, owner, [&d, pointer] { d.mem_host_unregister(pointer); }));
+  }
+};
+
+TEST(Diagnoses, MempinOfPartOfTheRangeSaysPartIsNotPageLocked) {
+  const ClauseResult r = run(subject<PinsHalfTheRange>(), "ALLOC-7");
+  EXPECT_EQ(r.outcome, Outcome::fail);
+  const auto size = 2 * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)) + 100;
+  EXPECT_TRUE(starts_with(r.message, "[ALLOC-7] mempin(owner, p = page + 40, " +
+                                         std::to_string(size) +
+                                         ", mapped=0) returned PinnedMemory over [0x"))
+      << r.message;
+  EXPECT_TRUE(ends_with(r.message, "): part of the memory is not page-locked")) << r.message;
+}
+
+// --- HostOnly duties -----------------------------------------------------------------------------
+
+struct ResetSkipsParent : NumbaCUDAMemoryManager {
+  using NumbaCUDAMemoryManager::NumbaCUDAMemoryManager;
+  void reset() override {}
+};
+
+TEST(Diagnoses, ResetSkippingTheParentsSaysWhatTheParentStillHolds) {
+  const ClauseResult r = run(subject<ResetSkipsParent>(), "LIFE-10");
+  EXPECT_EQ(r.outcome, Outcome::fail);
+  EXPECT_EQ(r.message,
+            "[LIFE-10] after reset(), HostOnlyCUDAMemoryManager still tracks 3 allocation(s) and "
+            "holds 1 pending free(s) (before: 3 and 1): the override of reset() does not call "
+            "HostOnlyCUDAMemoryManager::reset() (NBEP 7: it \"must also call the method from "
+            "super()\")");
+}
+
+}  // namespace
+}  // namespace emm::conformance
