@@ -32,7 +32,7 @@ TEST(Catalogue, IsTheEmbeddedTsvWithEveryGroupOfTheSpecification) {
   std::set<std::string> groups;
   for (const Clause& clause : catalogue().clauses()) groups.emplace(clause.group());
   EXPECT_EQ(groups, (std::set<std::string>{"REG", "LIFE", "ALLOC", "FIN", "DEFER", "DEALLOC",
-                                           "INFO", "IPC", "MANAGED", "CTX", "PERF"}));
+                                           "INFO", "IPC", "MANAGED", "DEV", "CTX", "PERF"}));
 }
 
 TEST(Catalogue, LevelsTargetsAndOptionalCapabilitiesFollowTheSpecification) {
