@@ -159,6 +159,9 @@ TEST(SeveralDevices, OneDeviceIsNotSupportedWithANamedNoteNeverAPass) {
                         std::string(id) + ": needs two devices; 1 present"),
               r.notes.end())
         << id;
+    EXPECT_EQ(r.unobserved, std::vector<std::string>{"a second device (1 present)"}) << id;
+    EXPECT_EQ(unobserved_note(r, r.unobserved.front()),
+              std::string(id) + ": a second device (1 present) not observable on fake");
     EXPECT_EQ(r.level, Level::must) << id;
   }
 }
