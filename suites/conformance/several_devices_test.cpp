@@ -235,7 +235,7 @@ TEST(SeveralDevicesCli, DevicesRefusesWhatIsNotADeviceCount) {
                      "--devices needs a whole number of fake devices from 1 to 16 (got '" +
                          std::string(bad) + "')");
   }
-  const std::array<std::string_view, 6> twice{"--plugin", "/p.so", "--devices",
+  const std::array<std::string_view, 6> twice{"--plugin", "/p.so",     "--devices",
                                               "2",        "--devices", "2"};
   EMM_EXPECT_THROW(UsageError, parse_certify_args(twice), "--devices is given more than once");
 }
