@@ -159,6 +159,9 @@ TEST(SeveralDevices, OneDeviceIsNotSupportedWithANamedNoteNeverAPass) {
                         std::string(id) + ": needs two devices; 1 present"),
               r.notes.end())
         << id;
+    EXPECT_EQ(r.unobserved, std::vector<std::string>{"a second device (1 present)"}) << id;
+    EXPECT_EQ(unobserved_note(r, r.unobserved.front()),
+              std::string(id) + ": a second device (1 present) not observable on fake");
     EXPECT_EQ(r.level, Level::must) << id;
   }
 }
@@ -232,7 +235,7 @@ TEST(SeveralDevicesCli, DevicesRefusesWhatIsNotADeviceCount) {
                      "--devices needs a whole number of fake devices from 1 to 16 (got '" +
                          std::string(bad) + "')");
   }
-  const std::array<std::string_view, 6> twice{"--plugin", "/p.so", "--devices",
+  const std::array<std::string_view, 6> twice{"--plugin", "/p.so",     "--devices",
                                               "2",        "--devices", "2"};
   EMM_EXPECT_THROW(UsageError, parse_certify_args(twice), "--devices is given more than once");
 }

@@ -18,7 +18,10 @@ namespace {
 
 void require_two_devices(ClauseRun& run) {
   const int count = run.backend().device_count();
-  if (count < 2) run.backend_cannot_run(str("needs two devices; ", count, " present"));
+  if (count < 2) {
+    run.backend_cannot_run(str("needs two devices; ", count, " present"),
+                           str("a second device (", count, " present)"));
+  }
   run.record("devices", static_cast<std::size_t>(count));
 }
 

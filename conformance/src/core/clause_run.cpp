@@ -66,8 +66,9 @@ void ClauseRun::not_supported(std::string_view reason) const {
            " is not optional: an undeclared NotImplementedError is a failure"));
 }
 
-void ClauseRun::backend_cannot_run(std::string_view reason) {
+void ClauseRun::backend_cannot_run(std::string_view reason, std::string_view missing) {
   note(str(clause_.id, ": ", reason));
+  unobservable(missing);
   throw ClauseNotSupported(str("[", clause_.id, "] ", reason, " (the ", backend_.name(),
                                " backend cannot run this clause)"));
 }

@@ -82,7 +82,7 @@ ClauseResult evaluate_on(const PluginSubject& subject, const Clause& clause, Bac
   if (!why.empty()) return backend_not_available(subject, clause, backend, why);
   std::unique_ptr<Backend> made;
   try {
-    made = make_backend(backend);
+    made = make_backend(backend, kInProcessBackendSettings);
   } catch (...) {
     return backend_not_available(
         subject, clause, backend,

@@ -71,11 +71,11 @@ void ensure_standard_descriptors() {
   }
 }
 
-// "NAME", or "NAME (N devices)" when the backend has more than one.
+// "NAME", or "NAME, N devices" when the backend has more than one (named after device 0).
 std::string describe_devices(Backend& backend) {
   const int count = backend.device_count();
   std::string name = backend.device_name(0);
-  return count > 1 ? name + " (" + std::to_string(count) + " devices)" : name;
+  return count > 1 ? name + ", " + std::to_string(count) + " devices" : name;
 }
 
 // The GPU is probed in a child so that this process never initialises CUDA.

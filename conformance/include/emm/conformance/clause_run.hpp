@@ -107,9 +107,10 @@ class ClauseRun {
   // For optional clauses: not_supported when the capability is declared absent.
   void require_capability() const;
   // The backend cannot run this clause at all (it needs two devices and has one): the outcome
-  // is not_supported at any level, as for a backend that is not present (outcome.hpp), and the
-  // certificate carries the note "<ID>: <reason>", so that it is never read as a pass.
-  [[noreturn]] void backend_cannot_run(std::string_view reason);
+  // is not_supported at any level, as for a backend that is not present (outcome.hpp); the
+  // result carries the note "<ID>: <reason>" and the certificate's "not observable" list
+  // "<ID>: <missing> not observable on <backend>", so that it is never read as a pass.
+  [[noreturn]] void backend_cannot_run(std::string_view reason, std::string_view missing);
 
   // --- records -------------------------------------------------------------------------------
   void record(std::string key, std::string value);

@@ -34,8 +34,12 @@ ClauseResult evaluate(const PluginSubject& subject, const Clause& clause, Backen
 ClauseResult backend_not_available(const PluginSubject& subject, const Clause& clause,
                                    BackendKind backend, std::string_view reason);
 
+// The machine the in-process flavours certify on: a fake of two devices, so that the DEV
+// clauses run in a plugin's own test suite (emm-certify's --devices defaults to 1).
+inline constexpr BackendSettings kInProcessBackendSettings{.fake_devices = 2};
+
 // Decides whether `backend` can run, makes it and evaluates; what every in-process flavour
-// (GoogleTest, Boost.Test) does for one test.
+// (GoogleTest, Boost.Test) does for one test, on kInProcessBackendSettings.
 ClauseResult evaluate_on(const PluginSubject& subject, const Clause& clause, BackendKind backend,
                          const RunOptions& options = {});
 
