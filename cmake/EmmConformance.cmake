@@ -21,8 +21,11 @@
 # instances `ctest -L gpu`).
 include_guard(GLOBAL)
 
-# The script behind each certification test, beside this file in the source tree and installed.
-set(_EMM_CERTIFICATION_SCRIPT "${CMAKE_CURRENT_LIST_DIR}/EmmCertificationTest.cmake")
+# The script behind each certification test, beside this file in the source tree and installed;
+# a global property, so that a function called from any directory finds it (this file is
+# included once).
+set_property(GLOBAL PROPERTY EMM_CERTIFICATION_SCRIPT
+             "${CMAKE_CURRENT_LIST_DIR}/EmmCertificationTest.cmake")
 
 function(emm_add_conformance_test target)
   cmake_parse_arguments(PARSE_ARGV 1 EMM "" "" "SOURCES;LIBRARIES")
@@ -141,6 +144,7 @@ function(emm_add_certification_test name)
   # '|' stands for ';' on the command line of the script.
   string(REPLACE ";" "|" _extra "${_extra}")
 
+  get_property(_script GLOBAL PROPERTY EMM_CERTIFICATION_SCRIPT)
   foreach(_backend IN LISTS EMM_BACKEND)
     set(_test ${name}.${_backend})
     add_test(NAME ${_test}
@@ -150,7 +154,7 @@ function(emm_add_certification_test name)
                      "-DEMM_BACKEND=${_backend}"
                      "-DEMM_REPORT_BASE=${EMM_OUTPUT_DIRECTORY}/${_test}"
                      "-DEMM_EXTRA_ARGS=${_extra}"
-                     -P "${_EMM_CERTIFICATION_SCRIPT}")
+                     -P "${_script}")
     if(_backend STREQUAL "gpu")
       set_tests_properties(${_test} PROPERTIES LABELS certification-gpu RESOURCE_LOCK emm_gpu
                            SKIP_REGULAR_EXPRESSION "EMMKIT-CERTIFICATION-SKIPPED:")
