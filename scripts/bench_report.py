@@ -456,7 +456,7 @@ def limits_section(results):
             lines.append(
                 "- **pool, random replay N = 1000, gpu**: the pool asks the driver for %.3g slab "
                 "allocations per operation (counted on the fake backend; it keeps empty slabs up "
-                "to its release threshold, 512 MiB by default, and gives back only those past "
+                "to its release threshold, 2 GiB by default, and gives back only those past "
                 "it), and a cuMemAlloc + cuMemFree pair costs %s here, so slab traffic accounts "
                 "for ≈ %s of the measured %s per operation."
                 % (calls, fmt_ns(raw), fmt_ns(calls * raw), fmt_ns(replay)))

@@ -217,8 +217,8 @@ TEST_F(PoolTest, LargeRequestGetsItsOwnSlabWhichIsKeptForTheNextLargeOne) {
   EXPECT_EQ(driver_->device_bytes_in_use(), 8 * kMiB);
 }
 
-TEST(PoolOptions, TheDefaultReleaseThresholdIsHalfAGibibyte) {
-  EXPECT_EQ(PoolMemoryManager(nullptr).options().release_threshold, 512 * kMiB);
+TEST(PoolOptions, TheDefaultReleaseThresholdIsTwoGibibytes) {
+  EXPECT_EQ(PoolMemoryManager(nullptr).options().release_threshold, 2048 * kMiB);
 }
 
 // A pool that keeps up to `threshold` bytes of empty slabs.
