@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Builds emmkit and certifies the reference plugin and the four example plugins with emm-certify
-# (spec §5): on the fake driver always, and on the GPU too when one is present (otherwise the
-# certificates list the gpu backend as not run, with the reason).
+# Builds what certification needs (emm-certify, its IPC importer and the selected plugin
+# libraries: a target list, not the whole kit and its tests) and certifies the reference plugin
+# and the four example plugins with emm-certify (spec §5): on the fake driver always, and on the
+# GPU too when one is present (otherwise the certificates list the gpu backend as not run, with
+# the reason).
 #
 #   scripts/certify.sh [options] [PLUGIN...]
 #
@@ -17,6 +19,7 @@
 #   build/<preset>/certificates/<name>.md    the certificate (Markdown)
 #   build/<preset>/certificates/<name>.json  the report tools parse (spec §5)
 #   build/<preset>/certificates/<name>.xml   JUnit XML for CI test views
+#   build/<preset>/certificates/<name>.html  the HTML certificate
 # then one summary line. Exit status: 0 when every plugin is CERTIFIED, 1 when any is NOT
 # CERTIFIED, 2 when one could not be loaded, a tool is missing, or the arguments are wrong.
 set -euo pipefail
@@ -48,6 +51,14 @@ esac
 build="build/$preset"
 # name -> plugin library, in the order they are certified.
 names=(reference pool stream_ordered logging host_only_minimal)
+# name -> its CMake target.
+declare -A target=(
+  [reference]=emm_reference_plugin
+  [pool]=emm_example_pool
+  [stream_ordered]=emm_example_stream_ordered
+  [logging]=emm_example_logging
+  [host_only_minimal]=emm_example_host_only_minimal
+)
 declare -A library=(
   [reference]="$build/conformance/libemm_reference_plugin.so"
   [pool]="$build/examples/libemm_example_pool.so"
@@ -70,7 +81,10 @@ if ((run_setup)) && [[ -x scripts/setup.sh ]]; then
 fi
 if ((run_build)); then
   cmake --preset "$preset"
-  cmake --build --preset "$preset"
+  # emm-ipc-importer is the second process of the IPC clauses on the gpu backend.
+  targets=(emm-certify emm-ipc-importer)
+  for name in "${names[@]}"; do targets+=("${target[$name]}"); done
+  cmake --build --preset "$preset" --target "${targets[@]}"
 fi
 
 certify="$build/conformance/emm-certify"
@@ -100,7 +114,7 @@ for name in "${names[@]}"; do
   # Two fake devices, so that the DEV clauses run on the fake backend too.
   "$certify" --plugin "$plugin" --backend "$backend" --devices 2 \
     --markdown "$certificates/$name.md" --json "$certificates/$name.json" \
-    --junit "$certificates/$name.xml" || status=$?
+    --junit "$certificates/$name.xml" --html "$certificates/$name.html" || status=$?
   case "$status" in
     0) certified+=("$name") ;;
     1) failed+=("$name") ;;

@@ -163,7 +163,7 @@ std::shared_ptr<MemoryPointer> PoolMemoryManager::memalloc(std::size_t size) {
   std::uint64_t generation = 0;
   {
     std::lock_guard lock(item.arena->mutex);
-    item.block = item.arena->slabs.allocate(need);
+    item.block = state.allocate(*item.arena, need);
     if (item.block != nullptr) item.address = item.block->address;  // read under the lock
     generation = state.generation.load(std::memory_order_relaxed);
   }
@@ -272,7 +272,7 @@ CleanupGuard PoolMemoryManager::defer_cleanup() {
         const std::shared_ptr<PoolState> state = weak.lock();
         if (!state) return;
         if (state->defer_depth.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-          state->trim_all(state->options.retained_empty_slabs);
+          state->trim_all(state->options.release_threshold);
         }
       },
       std::move(parent));

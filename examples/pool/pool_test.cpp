@@ -205,30 +205,79 @@ TEST_F(PoolTest, SmallRequestsShareOneTwoMiBSlab) {
   }
 }
 
-TEST_F(PoolTest, LargeRequestGetsItsOwnSlabWhichGoesBackWhenFreed) {
+TEST_F(PoolTest, LargeRequestGetsItsOwnSlabWhichIsKeptForTheNextLargeOne) {
   auto small = context_->memalloc(256);
   auto large = context_->memalloc(5 * kMiB);
   EXPECT_EQ(allocs(), 2u);
   EXPECT_EQ(pool().statistics().slab_bytes, 2 * kMiB + 6 * kMiB);  // rounded to 2 MiB
   large.reset();
+  EXPECT_EQ(frees(), 0u);  // 6 MiB empty: within the default release threshold
+  auto again = context_->memalloc(6 * kMiB);
+  EXPECT_EQ(allocs(), 2u);
+  EXPECT_EQ(driver_->device_bytes_in_use(), 8 * kMiB);
+}
+
+TEST(PoolOptions, TheDefaultReleaseThresholdIsTwoGibibytes) {
+  EXPECT_EQ(PoolMemoryManager(nullptr).options().release_threshold, 2048 * kMiB);
+}
+
+// A pool that keeps up to `threshold` bytes of empty slabs.
+class ThresholdPoolTest : public PoolTest {
+ protected:
+  explicit ThresholdPoolTest(std::size_t threshold = 4 * kMiB)
+      : PoolTest(FakeDeviceConfig{}, PoolMemoryManager::Options{.release_threshold = threshold}) {}
+};
+
+class ReleaseAtOncePoolTest : public ThresholdPoolTest {
+ protected:
+  ReleaseAtOncePoolTest() : ThresholdPoolTest(0) {}
+};
+
+TEST_F(ThresholdPoolTest, EmptySlabsAreKeptUpToTheReleaseThresholdAndReused) {
+  std::vector<std::shared_ptr<MemoryPointer>> blocks;
+  // 1.5 MiB blocks: one per 2 MiB slab.
+  for (int i = 0; i < 4; ++i) blocks.push_back(context_->memalloc(1536 * kKiB));
+  ASSERT_EQ(allocs(), 4u);
+  blocks[0].reset();
+  blocks[1].reset();
+  EXPECT_EQ(frees(), 0u);  // 4 MiB empty: at the threshold, kept
+  blocks[2].reset();
+  EXPECT_EQ(frees(), 1u);  // 6 MiB would be past it: this slab goes back
+  EXPECT_EQ(pool().statistics().slab_count, 3u);
+  EXPECT_EQ(driver_->device_bytes_in_use(), 6 * kMiB);
+  // The kept slabs serve the next requests without the driver.
+  blocks[0] = context_->memalloc(1536 * kKiB);
+  blocks[1] = context_->memalloc(1536 * kKiB);
+  EXPECT_EQ(allocs(), 4u);
+  blocks[2] = context_->memalloc(1536 * kKiB);
+  EXPECT_EQ(allocs(), 5u);
+}
+
+TEST_F(ThresholdPoolTest, AnEmptyLargeSlabPastTheThresholdGoesBack) {
+  auto large = context_->memalloc(5 * kMiB);  // a 6 MiB slab of its own
+  large.reset();
+  EXPECT_EQ(frees(), 1u);
+  EXPECT_EQ(driver_->device_bytes_in_use(), 0u);
+}
+
+TEST_F(ThresholdPoolTest, LIFE_7_ResetGivesBackTheKeptSlabs) {
+  RecordProperty("clause", "LIFE-7");
+  context_->memalloc(1 * kMiB).reset();
+  ASSERT_EQ(driver_->device_bytes_in_use(), 2 * kMiB);  // kept
+  context_->reset();
+  EXPECT_EQ(driver_->device_bytes_in_use(), 0u);
+  EXPECT_EQ(frees(), 1u);
+}
+
+TEST_F(ReleaseAtOncePoolTest, ThresholdZeroGivesEveryEmptiedSlabBack) {
+  auto keep = context_->memalloc(256);
+  auto large = context_->memalloc(3 * kMiB);
+  large.reset();
   EXPECT_EQ(frees(), 1u);
   EXPECT_EQ(driver_->device_bytes_in_use(), 2 * kMiB);
 }
 
-TEST_F(PoolTest, OneEmptyStandardSlabIsKeptTheNextGoesBack) {
-  auto a = context_->memalloc(1536 * kKiB);
-  auto b = context_->memalloc(1536 * kKiB);  // does not fit beside a: a second slab
-  ASSERT_EQ(allocs(), 2u);
-  a.reset();
-  EXPECT_EQ(frees(), 0u);  // kept for reuse
-  b.reset();
-  EXPECT_EQ(frees(), 1u);  // a second empty slab is one too many
-  EXPECT_EQ(pool().statistics().slab_count, 1u);
-  auto c = context_->memalloc(4096);  // served from the kept slab
-  EXPECT_EQ(allocs(), 2u);
-}
-
-TEST_F(PoolTest, DEFER_2_EmptySlabsAreHeldWhileAGuardLivesAndReleasedAfter) {
+TEST_F(ReleaseAtOncePoolTest, DEFER_2_EmptySlabsAreHeldWhileAGuardLivesAndReleasedAfter) {
   RecordProperty("clause", "DEFER-2");
   auto large = context_->memalloc(8 * kMiB);
   {
@@ -382,7 +431,8 @@ TEST_F(PoolTest, ALLOC_10_ConcurrentTrafficLosesNothing) {
   EXPECT_EQ(failures.load(), 0);
   const PoolStatistics stats = pool().statistics();
   EXPECT_EQ(stats.allocated_blocks, 0u);
-  EXPECT_LE(stats.slab_count, stats.arenas_in_use);  // at most the kept empty slab per arena
+  // Every slab is empty now; the pool keeps no more of them than its release threshold.
+  EXPECT_LE(stats.slab_bytes, pool().options().release_threshold);
   EXPECT_EQ(driver_->invalid_frees(), 0u);
 }
 
@@ -483,7 +533,7 @@ TEST_F(PoolTest, ALLOC_10_BlocksFreedOnOtherThreadsLoseNothing) {
   EXPECT_EQ(overlaps.load(), 0);
   const PoolStatistics stats = pool().statistics();
   EXPECT_EQ(stats.allocated_blocks, 0u);
-  EXPECT_LE(stats.slab_count, stats.arenas_in_use);
+  EXPECT_LE(stats.slab_bytes, pool().options().release_threshold);  // only kept empty slabs
   EXPECT_EQ(driver_->invalid_frees(), 0u);
 }
 
@@ -564,7 +614,7 @@ TEST_F(PoolTest, ALLOC_10_StatisticsInfoAndDeferScopesRaceSafelyWithTraffic) {
   const PoolStatistics stats = pool().statistics();
   EXPECT_EQ(stats.allocated_blocks, 0u);
   EXPECT_EQ(stats.defer_depth, 0);
-  EXPECT_LE(stats.slab_count, stats.arenas_in_use);
+  EXPECT_LE(stats.slab_bytes, pool().options().release_threshold);  // only kept empty slabs
   EXPECT_EQ(driver_->invalid_frees(), 0u);
 }
 

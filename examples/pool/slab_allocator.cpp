@@ -40,6 +40,7 @@ SlabAllocator::Slab* SlabAllocator::add_slab(CUdeviceptr base, std::size_t size)
   insert_free(block);
   slab_bytes_ += size;
   ++empty_slabs_;
+  empty_slab_bytes_ += size;
   Slab* raw = slab.get();
   slabs_.emplace(base, std::move(slab));
   return raw;
@@ -51,6 +52,7 @@ void SlabAllocator::remove_slab(Slab* slab) {
   recycle(slab->first);
   slab_bytes_ -= slab->size;
   --empty_slabs_;
+  empty_slab_bytes_ -= slab->size;
   slabs_.erase(slab->base);
 }
 
@@ -79,7 +81,10 @@ SlabAllocator::Slab* SlabAllocator::free(Block* block) {
   --slab->allocated_blocks;
   allocated_bytes_ -= block->size;
   --allocated_blocks_;
-  if (slab->allocated_blocks == 0) ++empty_slabs_;
+  if (slab->allocated_blocks == 0) {
+    ++empty_slabs_;
+    empty_slab_bytes_ += slab->size;
+  }
   block->free = true;
 
   if (Block* next = block->next_physical; next != nullptr && next->free) {
@@ -132,6 +137,7 @@ void SlabAllocator::clear() {
   second_bitmap_.fill(0);
   for (auto& row : heads_) row.fill(nullptr);
   slab_bytes_ = allocated_bytes_ = allocated_blocks_ = free_blocks_ = empty_slabs_ = 0;
+  empty_slab_bytes_ = 0;
 }
 
 std::size_t SlabAllocator::largest_free_block() const {
@@ -179,7 +185,10 @@ SlabAllocator::Block* SlabAllocator::carve(Block* block, std::size_t size) {
     insert_free(rest);
   }
   block->free = false;
-  if (block->slab->allocated_blocks == 0) --empty_slabs_;
+  if (block->slab->allocated_blocks == 0) {
+    --empty_slabs_;
+    empty_slab_bytes_ -= block->slab->size;
+  }
   block->slab->allocated_bytes += block->size;
   ++block->slab->allocated_blocks;
   allocated_bytes_ += block->size;

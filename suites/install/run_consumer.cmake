@@ -1,5 +1,12 @@
 # cmake -P script behind the install_consumer test (see CMakeLists.txt beside it): install, then
-# configure, build and run the consumer project (consumer/) against the scratch prefix.
+# configure, build and run the consumer project (consumer/) against the scratch prefix, twice:
+#   core   find_package(emmkit) without components while GoogleTest and Boost cannot be found
+#          (CMAKE_DISABLE_FIND_PACKAGE_*): the program runs and `ctest -L certification`
+#          certifies the plugin through emm_add_certification_test;
+#   gtest  COMPONENTS gtest (OPTIONAL_COMPONENTS boost): the same, plus the conformance suites
+#          and the installed emm-certify run by hand;
+# and once more, expecting failure: COMPONENTS gtest while GoogleTest cannot be found must stop
+# at find_package with the message that says what to install.
 # Inputs (-D): EMMKIT_BUILD_DIR WORK_DIR CONSUMER_SOURCE_DIR GENERATOR MAKE_PROGRAM CXX_COMPILER
 #              BUILD_TYPE CXX_FLAGS CXX_FLAGS_CONFIG EXE_LINKER_FLAGS EXTRA_PREFIX_PATH ('|'-separated) CUDA_ROOT
 cmake_minimum_required(VERSION 3.25)
@@ -36,38 +43,80 @@ if(EXTRA_PREFIX_PATH)
   set(ENV{CMAKE_PREFIX_PATH} "${_extra}")
 endif()
 
-set(_configure "${CMAKE_COMMAND}" -S "${CONSUMER_SOURCE_DIR}" -B "${_build}" -G "${GENERATOR}"
+set(_configure_common -S "${CONSUMER_SOURCE_DIR}" -G "${GENERATOR}"
     "-DCMAKE_PREFIX_PATH=${_prefix}"
     "-DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF"
     "-DCMAKE_BUILD_TYPE=${BUILD_TYPE}"
     "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}"
-    "-DCMAKE_EXE_LINKER_FLAGS=${EXE_LINKER_FLAGS}")
+    "-DCMAKE_EXE_LINKER_FLAGS=${EXE_LINKER_FLAGS}"
+    "-DCMAKE_SHARED_LINKER_FLAGS=${EXE_LINKER_FLAGS}"
+    "-DCMAKE_MODULE_LINKER_FLAGS=${EXE_LINKER_FLAGS}")
 if(BUILD_TYPE)
   string(TOUPPER "${BUILD_TYPE}" _config)
-  list(APPEND _configure "-DCMAKE_CXX_FLAGS_${_config}=${CXX_FLAGS_CONFIG}")
+  list(APPEND _configure_common "-DCMAKE_CXX_FLAGS_${_config}=${CXX_FLAGS_CONFIG}")
 endif()
 if(MAKE_PROGRAM)
-  list(APPEND _configure "-DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM}")
+  list(APPEND _configure_common "-DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM}")
 endif()
 if(CXX_COMPILER)
-  list(APPEND _configure "-DCMAKE_CXX_COMPILER=${CXX_COMPILER}")
+  list(APPEND _configure_common "-DCMAKE_CXX_COMPILER=${CXX_COMPILER}")
 endif()
 if(CUDA_ROOT)
-  list(APPEND _configure "-DCUDAToolkit_ROOT=${CUDA_ROOT}")
+  list(APPEND _configure_common "-DCUDAToolkit_ROOT=${CUDA_ROOT}")
 endif()
-run_step(configure ${_configure})
+get_filename_component(_ctest "${CMAKE_COMMAND}" DIRECTORY)
+set(_ctest "${_ctest}/ctest")
+set(_no_test_frameworks -DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON -DCMAKE_DISABLE_FIND_PACKAGE_Boost=ON)
 
 # The package must come from the scratch prefix, not from a copy installed elsewhere.
-file(STRINGS "${_build}/CMakeCache.txt" _emmkit_dir REGEX "^emmkit_DIR:")
-string(REGEX REPLACE "^emmkit_DIR:[A-Z]+=" "" _emmkit_dir "${_emmkit_dir}")
-file(REAL_PATH "${_prefix}" _real_prefix)
-file(REAL_PATH "${_emmkit_dir}" _real_emmkit_dir)
-string(FIND "${_real_emmkit_dir}" "${_real_prefix}/" _at)
-if(NOT _at EQUAL 0)
-  message(FATAL_ERROR "install_consumer: emmkit was found at '${_emmkit_dir}', "
-                      "not in the scratch prefix '${_prefix}'")
-endif()
+function(check_package_location build)
+  file(STRINGS "${build}/CMakeCache.txt" _emmkit_dir REGEX "^emmkit_DIR:")
+  string(REGEX REPLACE "^emmkit_DIR:[A-Z]+=" "" _emmkit_dir "${_emmkit_dir}")
+  file(REAL_PATH "${_prefix}" _real_prefix)
+  file(REAL_PATH "${_emmkit_dir}" _real_emmkit_dir)
+  string(FIND "${_real_emmkit_dir}" "${_real_prefix}/" _at)
+  if(NOT _at EQUAL 0)
+    message(FATAL_ERROR "install_consumer: emmkit was found at '${_emmkit_dir}', "
+                        "not in the scratch prefix '${_prefix}'")
+  endif()
+endfunction()
 
+# ctest over the consumer's certification tests: consumer.fake must pass, consumer.gpu must
+# pass on a GPU and be reported skipped without one.
+function(run_certification_tests flavour build)
+  run_step(${flavour}_certification "${_ctest}" --test-dir "${build}"
+           -L certification --output-on-failure)
+  foreach(_backend fake gpu)
+    if(NOT EXISTS "${build}/certificates/consumer.${_backend}.xml")
+      message(FATAL_ERROR "install_consumer: ${flavour}: emm_add_certification_test wrote no "
+                          "JUnit report ${build}/certificates/consumer.${_backend}.xml")
+    endif()
+  endforeach()
+endfunction()
+
+# --- core: no components, no test framework findable ----------------------------------------
+set(_build_core "${WORK_DIR}/build-core")
+run_step(core_configure "${CMAKE_COMMAND}" -B "${_build_core}" ${_configure_common}
+         -DCONSUMER_FLAVOUR=core ${_no_test_frameworks})
+check_package_location("${_build_core}")
+run_step(core_build "${CMAKE_COMMAND}" --build "${_build_core}")
+run_step(core_run "${_build_core}/emmkit_consumer")
+run_certification_tests(core "${_build_core}")
+
+# --- COMPONENTS gtest without GoogleTest: find_package must say what is missing -------------
+execute_process(COMMAND "${CMAKE_COMMAND}" -B "${WORK_DIR}/build-no-gtest" ${_configure_common}
+                        -DCONSUMER_FLAVOUR=gtest ${_no_test_frameworks}
+                RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _out)
+if(_rc EQUAL 0 OR NOT _out MATCHES "component gtest needs GoogleTest")
+  message(FATAL_ERROR "install_consumer: COMPONENTS gtest without GoogleTest should fail "
+                      "find_package with 'component gtest needs GoogleTest...'; got status "
+                      "${_rc}:\n${_out}")
+endif()
+message(STATUS "install_consumer: COMPONENTS gtest without GoogleTest fails as it should")
+
+# --- gtest: the conformance suites too ------------------------------------------------------
+run_step(configure "${CMAKE_COMMAND}" -B "${_build}" ${_configure_common} -DCONSUMER_FLAVOUR=gtest)
+check_package_location("${_build}")
 run_step(build "${CMAKE_COMMAND}" --build "${_build}")
 include("${_build}/consumer_paths.cmake")
 
@@ -78,13 +127,15 @@ run_step(conformance "${CONSUMER_CONFORMANCE}" --gtest_brief=1)
 if(CONSUMER_BOOST_CONFORMANCE)
   run_step(boost_conformance "${CONSUMER_BOOST_CONFORMANCE}" --report_level=short)
 endif()
-# 3. The installed emm-certify over the consumer's plugin library, on the fake driver.
+# 3. The installed emm-certify over the consumer's plugin library, on the fake driver, by hand
+#    and through emm_add_certification_test.
 run_step(certify "${EMM_CERTIFY}" --plugin "${CONSUMER_PLUGIN}" --backend fake
          --json "${WORK_DIR}/certificate.json")
 file(READ "${WORK_DIR}/certificate.json" _report)
 string(JSON _verdict GET "${_report}" verdict)
-if(NOT _verdict STREQUAL "CERTIFIED")
+if(NOT _verdict MATCHES "^CERTIFIED")
   message(FATAL_ERROR "install_consumer: emm-certify's report says '${_verdict}'")
 endif()
-message(STATUS "install_consumer: OK (the consumer ran, its conformance suite passed, "
-               "emm-certify: ${_verdict})")
+run_certification_tests(gtest "${_build}")
+message(STATUS "install_consumer: OK (without components: the consumer ran and was certified "
+               "by CTest; with gtest: its conformance suite passed, emm-certify: ${_verdict})")

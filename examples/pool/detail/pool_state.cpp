@@ -46,38 +46,41 @@ PoolState::PoolState(Context* owner, const PoolMemoryManager::Options& pool_opti
   for (std::size_t i = 0; i < options.arenas; ++i) arenas.push_back(std::make_unique<Arena>(i));
 }
 
-void PoolState::on_slab_empty(Arena& arena, SlabAllocator::Slab* slab) {
-  if (defer_depth.load(std::memory_order_acquire) > 0) return;  // held back while a guard lives
-  if (is_standard(*slab) && arena.slabs.empty_slab_count() <= options.retained_empty_slabs) {
+void PoolState::free_block(Arena& arena, SlabAllocator::Block* block) {
+  SlabAllocator::Slab* empty = arena.slabs.free(block);
+  if (empty == nullptr) [[likely]] {
     return;
   }
-  release_slab(arena, slab);
-}
-
-void PoolState::free_block(Arena& arena, SlabAllocator::Block* block) {
-  if (SlabAllocator::Slab* empty = arena.slabs.free(block)) on_slab_empty(arena, empty);
+  const std::size_t held =
+      empty_bytes.fetch_add(empty->size, std::memory_order_relaxed) + empty->size;
+  // Every empty slab is kept while a defer_cleanup guard lives; the guard's end trims.
+  if (held <= options.release_threshold || defer_depth.load(std::memory_order_acquire) > 0) {
+    return;
+  }
+  release_slab(arena, empty);
 }
 
 void PoolState::release_slab(Arena& arena, SlabAllocator::Slab* slab) {
   const CUdeviceptr base = slab->base;
+  empty_bytes.fetch_sub(slab->size, std::memory_order_relaxed);
   arena.slabs.remove_slab(slab);
   free_slab_memory(base);
 }
 
-void PoolState::trim(Arena& arena, std::size_t keep) {
+void PoolState::trim(Arena& arena, std::size_t keep_bytes) {
   FirstError first;
   for (SlabAllocator::Slab* slab : arena.slabs.empty_slabs()) {
-    if (is_standard(*slab) && arena.slabs.empty_slab_count() <= keep) continue;
+    if (empty_bytes.load(std::memory_order_relaxed) <= keep_bytes) break;
     first.run([&] { release_slab(arena, slab); });
   }
   first.rethrow();
 }
 
-void PoolState::trim_all(std::size_t keep) {
+void PoolState::trim_all(std::size_t keep_bytes) {
   FirstError first;
   for (const auto& arena : arenas) {
     std::lock_guard lock(arena->mutex);
-    first.run([&] { trim(*arena, keep); });
+    first.run([&] { trim(*arena, keep_bytes); });
   }
   first.rethrow();
 }
@@ -93,7 +96,7 @@ ThreadCache::Item PoolState::allocate_from_any_arena(std::size_t need,
                                                      std::uint64_t& block_generation) {
   for (const auto& arena : arenas) {
     std::lock_guard lock(arena->mutex);
-    if (SlabAllocator::Block* block = arena->slabs.allocate(need)) {
+    if (SlabAllocator::Block* block = allocate(*arena, need)) {
       block_generation = generation.load(std::memory_order_relaxed);
       return ThreadCache::Item{arena.get(), block, block->address};
     }
@@ -109,6 +112,7 @@ std::vector<CUdeviceptr> PoolState::take_all_slabs() {
     for (const SlabAllocator::Slab* slab : arena->slabs.slabs()) bases.push_back(slab->base);
     arena->slabs.clear();
   }
+  empty_bytes.store(0, std::memory_order_relaxed);
   generation.fetch_add(1, std::memory_order_acq_rel);
   caches.clear();
   return bases;

@@ -20,6 +20,9 @@
 // Locking: arena mutexes are taken in index order when more than one is held (reset,
 // statistics), then `registry_mutex`; code holding `registry_mutex` takes no arena mutex.
 // cuMemFree of an empty slab runs under its arena's lock; cuMemAlloc of a new slab under none.
+// Empty slabs are kept while their bytes, over all arenas, are within options.release_threshold
+// (counted atomically, so arenas racing each other may give back a slab there was room for,
+// never keep one past the threshold).
 #pragma once
 
 #include <array>
@@ -151,23 +154,30 @@ struct PoolState : std::enable_shared_from_this<PoolState> {
   // safe from a finalizer on any thread.
   void free_slab_memory(CUdeviceptr base) const { context->driver().mem_free(base); }
 
-  bool is_standard(const SlabAllocator::Slab& slab) const noexcept {
-    return slab.size == options.slab_size;
+  // A block of `need` bytes from `arena`'s free blocks, or null. Lock held.
+  SlabAllocator::Block* allocate(Arena& arena, std::size_t need) {
+    const std::size_t empty_before = arena.slabs.empty_slab_bytes();
+    SlabAllocator::Block* block = arena.slabs.allocate(need);
+    // Taking a block from an empty slab makes it a slab in use again.
+    if (const std::size_t empty_after = arena.slabs.empty_slab_bytes(); empty_after != empty_before)
+        [[unlikely]] {
+      empty_bytes.fetch_sub(empty_before - empty_after, std::memory_order_relaxed);
+    }
+    return block;
   }
-
-  // Called with `arena`'s lock held when `slab` has just become empty: keeps it while a
-  // defer_cleanup guard lives, or as the arena's retained empty slab; else gives it back.
-  void on_slab_empty(Arena& arena, SlabAllocator::Slab* slab);
-  // Returns `block` (of the current generation) to `arena`. Lock held.
+  // Returns `block` (of the current generation) to `arena`; a slab it leaves empty is kept
+  // within the release threshold (or while a defer_cleanup guard lives), else given back.
+  // Lock held.
   void free_block(Arena& arena, SlabAllocator::Block* block);
   // Forgets the empty `slab` first (the arena stays consistent if cuMemFree fails), then gives
   // its memory back. Lock held.
   void release_slab(Arena& arena, SlabAllocator::Slab* slab);
 
-  // Gives back `arena`'s empty slabs, keeping up to `keep` empty standard ones. Lock held.
-  void trim(Arena& arena, std::size_t keep);
-  // trim() on every arena, taking each lock in turn.
-  void trim_all(std::size_t keep);
+  // Gives back `arena`'s empty slabs until the pool's empty bytes are within `keep_bytes`.
+  // Lock held.
+  void trim(Arena& arena, std::size_t keep_bytes);
+  // trim() on every arena, taking each lock in turn (0: every empty slab, on out of memory).
+  void trim_all(std::size_t keep_bytes);
 
   // Every arena's lock, taken in index order (reset, statistics).
   std::vector<std::unique_lock<std::mutex>> lock_all_arenas();
@@ -196,6 +206,9 @@ struct PoolState : std::enable_shared_from_this<PoolState> {
   // compare it with their own, and under one arena lock before touching that arena.
   std::atomic<std::uint64_t> generation{0};
   std::atomic<int> defer_depth{0};
+  // Bytes of the empty slabs of every arena (the sum of their empty_slab_bytes()), changed
+  // under the lock of the arena whose slab changed; what options.release_threshold bounds.
+  std::atomic<std::size_t> empty_bytes{0};
   std::atomic<std::size_t> next_home{0};
   // The thread caches of the current generation (so reset() can forget them and statistics can
   // count their bytes).

@@ -3,8 +3,8 @@
 // Device memory comes from cuMemAlloc in slabs (2 MiB by default; a request larger than that
 // gets a slab of its own, rounded up to a multiple of 2 MiB) and is handed out in blocks by a
 // SlabAllocator: every block is 256-byte aligned like cuMemAlloc's (ALLOC-11), free blocks
-// coalesce at once, and an empty slab goes back to the driver unless it is the one empty
-// standard slab each arena keeps for reuse (Options::retained_empty_slabs).
+// coalesce at once, and empty slabs are kept for reuse up to a release threshold in bytes
+// (Options::release_threshold), beyond which an emptied slab goes back to the driver.
 //
 //   emm::Runtime runtime(driver);
 //   runtime.set_memory_manager<emm::examples::PoolMemoryManager>();
@@ -25,12 +25,12 @@
 //    base), offset = view pointer - slab base, size = view size, source_info = the device.
 //  * defer_cleanup holds HostOnlyCUDAMemoryManager's guard (DEFER-3) and, while any guard is
 //    alive, keeps every slab that becomes empty; when the last guard ends, empty slabs beyond
-//    the retained ones go back to the driver.
+//    the release threshold go back to the driver.
 //  * reset() releases every slab, in use or not (LIFE-7); initialize() only calls the parent,
 //    so it is idempotent (LIFE-2); the constructor makes no driver call (REG-2, LIFE-4).
 //  * Out of memory: the driver's CudaDriverError(CUDA_ERROR_OUT_OF_MEMORY) reaches the caller
-//    after the pool has given back its empty slabs, retried once, and found no free block that
-//    fits in any arena (ALLOC-3).
+//    after the pool has given back every empty slab (the release threshold does not apply),
+//    retried once, and found no free block that fits in any arena (ALLOC-3).
 //
 // Thread-safety: every member may be called concurrently. The pool is split into arenas, each
 // with its own lock and slabs; every thread allocates from its home arena (given round-robin on
@@ -64,13 +64,22 @@ struct PoolStatistics {
 
 class PoolMemoryManager : public HostOnlyCUDAMemoryManager {
  public:
+  // Options::release_threshold's default: 2 GiB (1024 standard slabs), above the 1 GiB of live
+  // memory the random-allocations benchmark swings through, so that its slabs are reused rather
+  // than given back and taken again. Lower it where other processes share the GPU.
+  static constexpr std::size_t kDefaultReleaseThreshold = std::size_t{2} << 30;
+
   struct Options {
     // Size of a standard slab. Requests up to this size are sub-allocated from standard slabs;
     // larger ones get a slab of their own of round_up(size, slab_size) bytes.
     std::size_t slab_size = std::size_t{2} << 20;
-    // Empty standard slabs each arena keeps instead of returning them to the driver (outside
-    // defer_cleanup), so a lone alloc/free pair does not call cuMemAlloc/cuMemFree every time.
-    std::size_t retained_empty_slabs = 1;
+    // Bytes of empty slabs the pool keeps (all arenas together) instead of giving them back to
+    // cuMemFree, so that a workload whose live memory goes down and up again reuses its slabs
+    // rather than paying cuMemFree (which synchronises the device) and cuMemAlloc each time:
+    // like CUDA's cudaMemPoolAttrReleaseThreshold. Kept slabs count as free in
+    // get_memory_info(); all of them go back at reset(), on destruction and when cuMemAlloc
+    // runs out of memory. 0 gives every emptied slab back at once.
+    std::size_t release_threshold = kDefaultReleaseThreshold;
     // Independently locked parts of the pool; threads are spread over them round-robin. 0 picks
     // one per hardware thread, up to 32. 1 gives a single lock and the tightest packing.
     std::size_t arenas = 0;

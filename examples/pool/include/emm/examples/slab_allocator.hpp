@@ -97,6 +97,7 @@ class SlabAllocator {
 
   std::size_t slab_count() const noexcept { return slabs_.size(); }
   std::size_t empty_slab_count() const noexcept { return empty_slabs_; }
+  std::size_t empty_slab_bytes() const noexcept { return empty_slab_bytes_; }  // their sizes
   std::size_t slab_bytes() const noexcept { return slab_bytes_; }
   std::size_t allocated_bytes() const noexcept { return allocated_bytes_; }
   std::size_t allocated_blocks() const noexcept { return allocated_blocks_; }
@@ -139,6 +140,7 @@ class SlabAllocator {
   std::size_t allocated_blocks_ = 0;
   std::size_t free_blocks_ = 0;
   std::size_t empty_slabs_ = 0;
+  std::size_t empty_slab_bytes_ = 0;
 };
 
 }  // namespace emm::examples
