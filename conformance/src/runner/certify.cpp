@@ -252,9 +252,13 @@ int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
       << "): certifying " << visible_text(options.plugin_path) << " (isolation "
       << to_string(options.isolation) << ")\n";
   out.flush();
-  const ProbeResult probe = options.isolation == Isolation::in_process
-                                ? probe_plugin_in_process(options.plugin_path)
-                                : probe_plugin(options.plugin_path, probe_settings);
+  // Even for --in-process the library is loaded in a child first: a load that ends the process
+  // (exit() in a static initialiser, a sanitizer runtime that cannot start) is then "could not
+  // load", exit status 2, never a status of the plugin's choosing.
+  ProbeResult probe = probe_plugin(options.plugin_path, probe_settings);
+  if (probe.loaded && options.isolation == Isolation::in_process) {
+    probe = probe_plugin_in_process(options.plugin_path);
+  }
 
   CertificationReport report;
   report.kit_version = kKitVersion;

@@ -91,11 +91,12 @@ ProbeResult probe_plugin_in_process(const std::string& path) {
 namespace {
 
 // The hint for a load that a sanitizer runtime stopped (ASan must come first in the process;
-// TSan cannot be dlopen()ed at all), or "".
+// TSan cannot be dlopen()ed at all; a clang-built plugin lacks the runtime's symbols), or "".
 std::string sanitizer_hint(std::string_view text) {
   for (const std::string_view sign :
        {std::string_view("Sanitizer"), std::string_view("ASan runtime"),
-        std::string_view("libasan.so"), std::string_view("libtsan.so")}) {
+        std::string_view("libasan.so"), std::string_view("libtsan.so"), std::string_view("__asan_"),
+        std::string_view("__tsan_")}) {
     if (text.find(sign) != std::string_view::npos) {
       return " (a plugin built with a sanitizer: preload its runtime into emm-certify, "
              "LD_PRELOAD=$(c++ -print-file-name=libasan.so) or libtsan.so; see "
