@@ -440,6 +440,12 @@ TEST(ResultEncoding, AnswersCarryTheirNonceAndKind) {
   EXPECT_EQ(loaded->nonce, "n1");
   EXPECT_EQ(loaded->result.clause, r.clause);
   EXPECT_EQ(loaded->result.message, "ok");
+  EXPECT_TRUE(loaded->reusable);
+  ChildAnswer retiring = ChildAnswer::loaded("n3", r);
+  retiring.reusable = false;
+  const std::optional<ChildAnswer> retired = decode_answer(encode_answer(retiring));
+  ASSERT_TRUE(retired.has_value());
+  EXPECT_FALSE(retired->reusable);
 
   const std::string failed = encode_answer(ChildAnswer::not_loaded("n2", "dlopen: no such file"));
   const std::optional<ChildAnswer> not_loaded = decode_answer(failed);
@@ -447,6 +453,7 @@ TEST(ResultEncoding, AnswersCarryTheirNonceAndKind) {
   EXPECT_EQ(not_loaded->kind, ChildAnswer::Kind::load_failure);
   EXPECT_EQ(not_loaded->nonce, "n2");
   EXPECT_EQ(not_loaded->load_failure, "dlopen: no such file");
+  EXPECT_FALSE(not_loaded->reusable) << "a process that could not load the plugin is replaced";
 
   EXPECT_FALSE(decode_answer("").has_value());
   EXPECT_FALSE(decode_answer(encode_result(r)).has_value()) << "a bare result is not an answer";
@@ -455,6 +462,9 @@ TEST(ResultEncoding, AnswersCarryTheirNonceAndKind) {
   std::string unknown_kind = failed;
   unknown_kind.replace(unknown_kind.find("12:load_failure"), 15, "12:load_success");
   EXPECT_FALSE(decode_answer(unknown_kind).has_value()) << "an answer kind the codec does not have";
+  std::string unknown_reuse = failed;
+  unknown_reuse.replace(unknown_reuse.rfind("6:retire"), 8, "6:rehire");
+  EXPECT_FALSE(decode_answer(unknown_reuse).has_value()) << "neither reusable nor retire";
   std::string bad_result = encode_answer(ChildAnswer::loaded("n1", r));
   bad_result.replace(bad_result.find("7:ALLOC-1"), 9, "7:ALLOC-0");
   EXPECT_FALSE(decode_answer(bad_result).has_value()) << "a result that does not decode";

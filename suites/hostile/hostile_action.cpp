@@ -90,8 +90,8 @@ void write_all(int fd, std::string_view bytes) {
 }
 
 // A well-formed answer of a clause child (result_codec.hpp): its magic, a nonce (made up: the
-// real one is only in emm-certify's memory and the command the child read), its kind and a
-// result saying `clause` passed.
+// real one is only in emm-certify's memory and the command the child read), its kind, a result
+// saying `clause` passed, and that the process may run another clause.
 std::string forged_answer(const char* clause) {
   std::string result("EMMR2\n");
   put(result, clause);
@@ -107,6 +107,7 @@ std::string forged_answer(const char* clause) {
   put(answer, "0123456789abcdef");
   put(answer, "result");
   put(answer, result);
+  put(answer, "reusable");
   return answer;
 }
 

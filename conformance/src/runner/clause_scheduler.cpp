@@ -85,12 +85,13 @@ void send_answer(const ChildAnswer& answer) {
   send_result_frame(encode_answer(answer));
 }
 
-// Runs `command` and answers it. A plugin this child could not load is answered as such (a
-// typed answer carrying the nonce), never with an exit status: the plugin may exit() with any.
-void answer(const ChildPlugin& plugin, const Command& command) {
+// Runs `command` and answers it; returns whether this process may run another clause. A plugin
+// this child could not load is answered as such (a typed answer carrying the nonce), never with
+// an exit status: the plugin may exit() with any.
+bool answer(const ChildPlugin& plugin, const Command& command) {
   if (!plugin.subject) {
     send_answer(ChildAnswer::not_loaded(command.nonce, plugin.failure));
-    return;
+    return false;
   }
   ClauseResult result;
   try {
@@ -100,6 +101,7 @@ void answer(const ChildPlugin& plugin, const Command& command) {
                                    describe_current_exception());
   }
   send_answer(ChildAnswer::loaded(command.nonce, std::move(result)));
+  return true;
 }
 
 int worker_main(const std::string& path) {
@@ -110,7 +112,7 @@ int worker_main(const std::string& path) {
       std::fprintf(stderr, "emm-certify worker: a command it cannot read\n");
       return EXIT_FAILURE;
     }
-    answer(plugin, *command);
+    if (!answer(plugin, *command)) break;  // the parent replaces this worker
   }
   return 0;
 }
@@ -261,10 +263,10 @@ void run_with_workers(const std::vector<ClauseJob>& jobs, const SchedulerSetting
     switch (wait.status) {
       case FrameWait::Status::frame:
         if (std::optional<ChildAnswer> answer = accept(wait.payload, job, nonce, problem)) {
-          const bool loaded = answer->kind == ChildAnswer::Kind::result;
+          const bool reusable = answer->reusable;
           results[index] = from_answer(job, std::move(*answer), std::move(output), elapsed);
-          // A worker that could not load the plugin is replaced: the next one tries again.
-          if (!loaded) retire();
+          // A worker that cannot go on (it could not load the plugin) is replaced.
+          if (!reusable) retire();
           break;
         }
         results[index] =

@@ -16,6 +16,8 @@ constexpr std::string_view kMagic = "EMMR2\n";
 constexpr std::string_view kAnswerMagic = "EMMANS2\n";
 constexpr std::string_view kResultKind = "result";
 constexpr std::string_view kLoadFailureKind = "load_failure";
+constexpr std::string_view kReusable = "reusable";
+constexpr std::string_view kRetire = "retire";
 
 }  // namespace
 
@@ -89,6 +91,7 @@ ChildAnswer ChildAnswer::not_loaded(std::string nonce, std::string why) {
   answer.kind = Kind::load_failure;
   answer.nonce = std::move(nonce);
   answer.load_failure = std::move(why);
+  answer.reusable = false;
   return answer;
 }
 
@@ -102,6 +105,7 @@ std::string encode_answer(const ChildAnswer& answer) {
     put(out, kLoadFailureKind);
     put(out, answer.load_failure);
   }
+  put(out, answer.reusable ? kReusable : kRetire);
   return out;
 }
 
@@ -109,11 +113,12 @@ std::optional<ChildAnswer> decode_answer(std::string_view payload) {
   if (!payload.starts_with(kAnswerMagic)) return std::nullopt;
   payload.remove_prefix(kAnswerMagic.size());
   ChildAnswer answer;
-  std::string kind, body;
+  std::string kind, body, reuse;
   if (!take(payload, answer.nonce) || !take(payload, kind) || !take(payload, body) ||
-      !payload.empty()) {
+      !take(payload, reuse) || !payload.empty() || (reuse != kReusable && reuse != kRetire)) {
     return std::nullopt;
   }
+  answer.reusable = reuse == kReusable;
   if (kind == kResultKind) {
     std::optional<ClauseResult> result = decode_result(body);
     if (!result) return std::nullopt;

@@ -43,6 +43,9 @@ struct ChildAnswer {
   std::string nonce;  // the nonce of the command it answers
   ClauseResult result;
   std::string load_failure;
+  // Whether the process that sent it may run another clause (a worker that could not load the
+  // plugin, or whose device a clause left unusable, is replaced).
+  bool reusable = true;
 
   static ChildAnswer loaded(std::string nonce, ClauseResult result);
   static ChildAnswer not_loaded(std::string nonce, std::string why);
