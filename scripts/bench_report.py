@@ -334,14 +334,20 @@ def certify_section(results):
         if key[0] != "Certify":
             continue
         plugin, backend = key[1], key[2]
+        mode = key[3] if len(key) > 3 else "worker"
         if r.error:
-            rows.append([plugin, backend, "—", "not run: " + r.error])
+            rows.append([plugin, backend, mode, "—", "—", "not run: " + r.error])
         else:
-            rows.append([plugin, backend, fmt_ns(r.real_ns), r.label or "—"])
+            cpu = r.counters.get("cpu_ms")
+            rows.append([plugin, backend, mode, fmt_ns(r.real_ns),
+                         fmt_ns(cpu * 1e6) if cpu is not None else "—", r.label or "—"])
     if not rows:
         return "_No certification timings in this run._"
-    return table(["plugin", "backend", "wall time (emm-certify, whole catalogue)", "verdict"],
-                 rows)
+    return ("Modes: **worker** (the default: one worker process per backend), **clause** "
+            "(`--isolation clause`: one process per clause), **in-process** (`--in-process`: "
+            "no isolation, the floor).\n\n" +
+            table(["plugin", "backend", "mode", "wall time (emm-certify, whole catalogue)",
+                   "processor time (all its processes)", "verdict"], rows))
 
 
 COMPONENT_NOTES = {

@@ -1,17 +1,21 @@
-// emm_bench_certify — the wall time of one full certification per backend:
+// emm_bench_certify — the wall time of one full certification per backend and isolation mode:
 //
-//   Certify/<plugin>/<backend>    emm-certify --plugin <plugin .so> --backend <backend>
-//                                             --json <temporary file>
+//   Certify/<plugin>/<backend>/<mode>    emm-certify --plugin <plugin .so> --backend <backend>
+//                                                    <mode's arguments> --json <temporary file>
 //
-// run as a child process (ChildProcess, child_process.hpp; its output is kept only to explain a
-// failure), timed from spawn to exit, once, within 30 minutes. The
-// verdict is the benchmark's label; for NOT CERTIFIED the label also names the clauses that
-// failed, crashed or timed out (read from the JSON report), so a flaky clause is visible. The
-// paths come from the build (EMM_BENCH_CERTIFY, EMM_BENCH_PLUGIN_<name>), and the environment
-// variables of the same names override them (for executables run away from their build tree); a
-// configuration without emm-certify or the plugin reports the benchmark as skipped. Exit status 0
-// (CERTIFIED) and 1 (NOT CERTIFIED, still a complete certification) are timed; anything else is an
-// error.
+// with the modes of certify_cli.hpp: `worker` (--isolation backend, the default: one worker
+// process per backend), `clause` (--isolation clause: one process per clause, what every
+// certification paid before workers) and `in-process` (--in-process: no isolation at all, the
+// floor the other two are measured against). Each runs as a child process (ChildProcess,
+// child_process.hpp; its output is kept only to explain a failure), timed from spawn to exit, once,
+// within 30 minutes. The verdict is the benchmark's label; for NOT CERTIFIED the label also names
+// the clauses that failed, crashed or timed out (read from the JSON report), so a flaky clause is
+// visible. The paths come from the build (EMM_BENCH_CERTIFY, EMM_BENCH_PLUGIN_<name>), and the
+// environment variables of the same names override them (for executables run away from their build
+// tree); a configuration without emm-certify or the plugin reports the benchmark as skipped. Exit
+// status 0 (CERTIFIED) and 1 (NOT CERTIFIED, still a complete certification) are timed; anything
+// else is an error.
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -48,6 +52,18 @@ std::string path_from(const char* variable, const char* built) {
   return set != nullptr && *set != '\0' ? std::string(set) : std::string(built);
 }
 
+struct Mode {
+  const char* name;
+  std::vector<std::string> arguments;
+};
+
+const std::vector<Mode>& modes() {
+  static const std::vector<Mode> all = {{"worker", {"--isolation", "backend"}},
+                                        {"clause", {"--isolation", "clause"}},
+                                        {"in-process", {"--in-process"}}};
+  return all;
+}
+
 constexpr Plugin kCertifiedPlugins[] = {
 #ifdef EMM_BENCH_PLUGIN_REFERENCE
     {"reference", EMM_BENCH_PLUGIN_REFERENCE, "EMM_BENCH_PLUGIN_REFERENCE"},
@@ -55,6 +71,14 @@ constexpr Plugin kCertifiedPlugins[] = {
     {"reference", "", "EMM_BENCH_PLUGIN_REFERENCE"},
 #endif
 };
+
+// User + system time of every reaped descendant of this process so far (ms).
+double children_cpu_ms() {
+  rusage usage{};
+  getrusage(RUSAGE_CHILDREN, &usage);
+  auto ms = [](const timeval& t) { return t.tv_sec * 1e3 + t.tv_usec / 1e3; };
+  return ms(usage.ru_utime) + ms(usage.ru_stime);
+}
 
 // Runs `arguments`; returns the exit status, or -1 with `why` set.
 int run_quietly(const std::vector<std::string>& arguments, std::string& why) {
@@ -119,7 +143,7 @@ std::string failed_clauses(const std::string& report_path) {
   return summary;
 }
 
-void certify(benchmark::State& state, const Plugin& plugin, Backend backend) {
+void certify(benchmark::State& state, const Plugin& plugin, Backend backend, const Mode& mode) {
   const std::string certifier = path_from("EMM_BENCH_CERTIFY", kCertify);
   const std::string library = path_from(plugin.variable, plugin.path);
   if (certifier.empty()) {
@@ -142,16 +166,23 @@ void certify(benchmark::State& state, const Plugin& plugin, Backend backend) {
     return;
   }
   close(descriptor);
-  const std::vector<std::string> arguments = {
+  std::vector<std::string> arguments = {
       certifier, "--plugin", library, "--backend", std::string(name_of(backend)), "--json", report};
+  arguments.insert(arguments.end(), mode.arguments.begin(), mode.arguments.end());
   int status = 0;
   std::string why;
+  double cpu_ms = 0;
   for (auto _ : state) {
+    const double cpu_before = children_cpu_ms();
     Stopwatch watch;
     watch.start();
     status = run_quietly(arguments, why);
     state.SetIterationTime(watch.stop_ns() * 1e-9);
+    cpu_ms += children_cpu_ms() - cpu_before;
   }
+  // The processor time emm-certify and its children took (user + system): on a busy machine the
+  // wall time also counts waiting for a core, this does not.
+  state.counters["cpu_ms"] = cpu_ms / static_cast<double>(state.iterations());
   if (status < 0) {
     state.SkipWithError(why.c_str());
   } else if (status > 1) {
@@ -168,14 +199,17 @@ void certify(benchmark::State& state, const Plugin& plugin, Backend backend) {
 void register_all() {
   for (const Plugin& plugin : kCertifiedPlugins) {
     for (Backend backend : kBackends) {
-      const std::string name =
-          "Certify/" + std::string(plugin.name) + "/" + std::string(name_of(backend));
-      benchmark::RegisterBenchmark(
-          name.c_str(),
-          [&plugin, backend](benchmark::State& state) { certify(state, plugin, backend); })
-          ->UseManualTime()
-          ->Iterations(1)
-          ->Unit(benchmark::kSecond);
+      for (const Mode& mode : modes()) {
+        const std::string name = "Certify/" + std::string(plugin.name) + "/" +
+                                 std::string(name_of(backend)) + "/" + mode.name;
+        benchmark::RegisterBenchmark(name.c_str(),
+                                     [&plugin, backend, &mode](benchmark::State& state) {
+                                       certify(state, plugin, backend, mode);
+                                     })
+            ->UseManualTime()
+            ->Iterations(1)
+            ->Unit(benchmark::kMillisecond);
+      }
     }
   }
 }

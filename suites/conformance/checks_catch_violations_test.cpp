@@ -55,6 +55,15 @@ struct RuntimeErrorInfo : NumbaCUDAMemoryManager {
   MemoryInfo get_memory_info() override { throw std::runtime_error("no figures"); }
 };
 
+// free and total the wrong way round: free > total from the first call.
+struct SwappedInfo : NumbaCUDAMemoryManager {
+  using NumbaCUDAMemoryManager::NumbaCUDAMemoryManager;
+  MemoryInfo get_memory_info() override {
+    const MemoryInfo right = NumbaCUDAMemoryManager::get_memory_info();
+    return MemoryInfo{right.total, right.free / 2};
+  }
+};
+
 struct NoIpc : NumbaCUDAMemoryManager {
   using NumbaCUDAMemoryManager::NumbaCUDAMemoryManager;
   IpcHandle get_ipc_handle(const std::shared_ptr<MemoryPointer>&) override {
@@ -152,13 +161,29 @@ TEST(ChecksCatchViolations, INFO_2_RuntimeErrorInsteadOfNotImplementedFails) {
   EXPECT_EQ(run(subject<RuntimeErrorInfo>({}), "INFO-3").outcome, Outcome::not_supported);
 }
 
-TEST(ChecksCatchViolations, INFO_2_DeclaredButNotImplementedFails) {
-  ::testing::Test::RecordProperty("clause", "INFO-2");
-  const ClauseResult r = run(subject<RuntimeErrorInfo>(), "INFO-2");
+// One defect, one failure: a plugin that declares memory info and cannot give it fails INFO-1
+// only; INFO-2 (the not-provided case) and INFO-3 (provided) leave the figures to INFO-1.
+TEST(ChecksCatchViolations, INFO_1_DeclaredButThrowingFailsOnce) {
+  ::testing::Test::RecordProperty("clause", "INFO-1");
+  const ClauseResult r = run(subject<RuntimeErrorInfo>(), "INFO-1");
   EXPECT_EQ(r.outcome, Outcome::fail);
-  EXPECT_EQ(
-      r.message,
-      "[INFO-2] get_memory_info() (memory_info declared) threw std::runtime_error: no figures");
+  EXPECT_EQ(r.message, "[INFO-1] get_memory_info() at rest threw std::runtime_error: no figures");
+  const ClauseResult info2 = run(subject<RuntimeErrorInfo>(), "INFO-2");
+  EXPECT_EQ(info2.outcome, Outcome::pass) << info2.message;
+  EXPECT_EQ(info2.notes,
+            std::vector<std::string>{"memory_info declared: INFO-1 checks the figures"});
+  EXPECT_EQ(run(subject<RuntimeErrorInfo>(), "INFO-3").outcome, Outcome::pass);
+}
+
+TEST(ChecksCatchViolations, INFO_1_BadFreeTotalPairFailsOnce) {
+  ::testing::Test::RecordProperty("clause", "INFO-1");
+  const ClauseResult r = run(subject<SwappedInfo>(), "INFO-1");
+  EXPECT_EQ(r.outcome, Outcome::fail);
+  EXPECT_NE(r.message.find("[INFO-1] get_memory_info() at rest returned {free="), std::string::npos)
+      << r.message;
+  EXPECT_NE(r.message.find("free must be <= total"), std::string::npos) << r.message;
+  EXPECT_EQ(run(subject<SwappedInfo>(), "INFO-2").outcome, Outcome::pass);
+  EXPECT_EQ(run(subject<SwappedInfo>(), "INFO-3").outcome, Outcome::pass);
 }
 
 TEST(ChecksCatchViolations, IPC_7_UndeclaredIpcIsNotSupportedOnlyWithNotImplementedError) {

@@ -258,6 +258,72 @@ TEST(Verdict, AnUnloadablePluginIsNotCertifiedWithExitTwo) {
   EXPECT_NE(to_json(certificate).find("\"load_failure\": \"dlopen failed\""), std::string::npos);
 }
 
+// What emm-certify reports for a plugin it could not load: every selected clause not_run.
+CertificationReport unloadable_report() {
+  CertificationReport report = small_report();
+  report.plugin_loaded = false;
+  report.load_failure = "dlopen failed";
+  report.plugin = PluginInfo{PluginDescription{"", "/p/libx.so", Capabilities{}, ""}, {}};
+  report.backends = {{BackendKind::fake, false, "", "the plugin could not be loaded"}};
+  report.results.clear();
+  for (const Clause* clause : catalogue().plugin_clauses()) {
+    report.results.push_back(
+        result(clause->id.c_str(), BackendKind::fake, clause->level, Outcome::not_run,
+               "[" + clause->id + "] not run: the plugin could not be loaded: dlopen failed"));
+  }
+  return report;
+}
+
+TEST(Verdict, AnUnloadablePluginsClausesAreNotRunNeverFailuresOrWarnings) {
+  const CertificationReport report = unloadable_report();
+  const Certificate certificate = certify(report);
+  const Verdict& verdict = certificate.verdict;
+  EXPECT_TRUE(verdict.failures.empty());
+  EXPECT_TRUE(verdict.warnings.empty()) << "SHOULD clauses that did not run are not warnings";
+  EXPECT_EQ(verdict.must_failures, 0u);
+  EXPECT_EQ(verdict.clauses_run, 0u);
+  EXPECT_EQ(verdict.line(), "VERDICT: NOT CERTIFIED (the plugin could not be loaded)");
+
+  const std::string text = to_text(certificate);
+  EXPECT_EQ(text.find("Warnings"), std::string::npos) << text;
+  EXPECT_EQ(text.find("warning:"), std::string::npos) << text;
+  EXPECT_NE(text.find("The plugin could not be loaded: dlopen failed"), std::string::npos);
+  EXPECT_NE(text.find("ALLOC-11   SHOULD  not run"), std::string::npos) << text;
+
+  const std::string md = to_markdown(certificate);
+  EXPECT_EQ(md.find("Warnings"), std::string::npos) << md;
+  EXPECT_EQ(md.find("Failed MUST clauses"), std::string::npos) << md;
+  EXPECT_NE(md.find("The plugin could not be loaded: dlopen failed"), std::string::npos);
+  EXPECT_NE(md.find("| ALLOC-11 | SHOULD | "), std::string::npos) << md;
+  EXPECT_NE(md.find(" not run |\n"), std::string::npos) << md;
+
+  const std::string html = to_html(certificate);
+  EXPECT_EQ(html.find("Warnings"), std::string::npos);
+  EXPECT_EQ(html.find("Failed MUST clauses"), std::string::npos);
+  EXPECT_NE(html.find("The plugin could not be loaded: dlopen failed"), std::string::npos);
+  EXPECT_NE(html.find("[ALLOC-11] not run: the plugin could not be loaded: dlopen failed"),
+            std::string::npos);
+
+  const std::string json = to_json(certificate);
+  EXPECT_EQ(json.find("\"outcome\": \"fail\""), std::string::npos);
+  EXPECT_NE(json.find("\"message\": \"[ALLOC-11] not run: the plugin could not be loaded: "
+                      "dlopen failed\""),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"clauses_run\": 0,"), std::string::npos);
+
+  // JUnit: each clause an error of type not_run (it did not run), none a failure.
+  const std::string xml = to_junit(certificate);
+  const std::string count = std::to_string(report.results.size());
+  EXPECT_NE(xml.find("tests=\"" + count + "\" failures=\"0\" errors=\"" + count + "\""),
+            std::string::npos)
+      << xml;
+  EXPECT_NE(xml.find("<error type=\"not_run\" message=\"[ALLOC-11] not run: the plugin could "
+                     "not be loaded: dlopen failed\">"),
+            std::string::npos)
+      << xml;
+}
+
 TEST(Verdict, ShouldFailuresAreWarningsAndInfoNeverDecides) {
   CertificationReport report = full_report();
   set_result(report,
@@ -323,8 +389,85 @@ TEST(Report, MarkdownCertificateNamesPluginCapabilitiesBackendsAndVerdict) {
   EXPECT_NE(md.find("**defer_cleanup behaviour:** queues frees"), std::string::npos);
   EXPECT_NE(md.find("| REG-1 | MUST | "), std::string::npos);
   EXPECT_NE(md.find("| pass | not run |"), std::string::npos) << md;
-  EXPECT_NE(md.find("- **ALLOC-11** (fake, fail): [ALLOC-11] a\\|b"), std::string::npos) << md;
+  EXPECT_NE(md.find("- **ALLOC-11** (fake, fail): \\[ALLOC-11\\] a\\|b"), std::string::npos) << md;
   EXPECT_NE(md.find("VERDICT: CERTIFIED"), std::string::npos);
+}
+
+TEST(Report, MarkdownKeepsPluginTextInert) {
+  // Each of these would become HTML, a link, an image, emphasis, math or a cell of its own in a
+  // rendered Markdown report if written as it is.
+  constexpr const char* kHostile =
+      "<img src=x onerror=alert(1)> <script>x</script> [click](https://evil.example/a) "
+      "![i](http://e.example/p.png) <https://auto.example> www.evil.example mail@evil.example "
+      "*em* _em_ ~~s~~ `code` $x^2$ &lt;b&gt; a|b \\ snake_case";
+  CertificationReport report = full_report();
+  report.plugin.description.name = kHostile;
+  report.plugin.description.defer_cleanup_behaviour = kHostile;
+  report.plugin.description.path = "/p/a`b|c <i>.so";
+  set_result(report, result("ALLOC-11", BackendKind::fake, Level::should, Outcome::fail,
+                            std::string("[ALLOC-11] ") + kHostile));
+  const std::string md = to_markdown(certify(report));
+  constexpr const char* kInert =
+      "\\<img src=x onerror=alert(1)\\> \\<script\\>x\\</script\\> \\[click\\](https\\://"
+      "evil.example/a) !\\[i\\](http\\://e.example/p.png) \\<https\\://auto.example\\> "
+      "www\\.evil.example mail\\@evil.example \\*em\\* \\_em\\_ \\~\\~s\\~\\~ \\`code\\` "
+      "\\$x^2\\$ \\&lt;b\\&gt; a\\|b \\\\ snake_case";
+  EXPECT_NE(md.find(std::string("# emm-certify certificate: ") + kInert + "\n"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find(std::string("**defer_cleanup behaviour:** ") + kInert), std::string::npos);
+  EXPECT_NE(md.find(std::string("- **ALLOC-11** (fake, fail): \\[ALLOC-11\\] ") + kInert),
+            std::string::npos);
+  EXPECT_NE(md.find("| Library | `` /p/a`b\\|c <i>.so `` |"), std::string::npos) << md;
+  // Outside code spans and fences no '<' comes from the plugin unescaped.
+  for (std::size_t at = md.find('<'); at != std::string::npos; at = md.find('<', at + 1)) {
+    const bool ours = md.compare(at, 9, "<details>") == 0 ||
+                      md.compare(at, 10, "</details>") == 0 ||
+                      md.compare(at, 9, "<summary>") == 0 || md.compare(at, 10, "</summary>") == 0;
+    const bool escaped = at > 0 && md[at - 1] == '\\';
+    const bool in_path = md.compare(at, 3, "<i>") == 0 &&
+                         md.rfind("| Library |", at) != std::string::npos &&
+                         md.find('\n', md.rfind("| Library |", at)) > at;
+    EXPECT_TRUE(ours || escaped || in_path) << "an unescaped '<' at " << md.substr(at, 40);
+  }
+}
+
+TEST(ResultEncoding, AnswersCarryTheirNonceAndKind) {
+  const ClauseResult r = result("ALLOC-1", BackendKind::fake, Level::must, Outcome::pass, "ok");
+  const std::optional<ChildAnswer> loaded =
+      decode_answer(encode_answer(ChildAnswer::loaded("n1", r)));
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_EQ(loaded->kind, ChildAnswer::Kind::result);
+  EXPECT_EQ(loaded->nonce, "n1");
+  EXPECT_EQ(loaded->result.clause, r.clause);
+  EXPECT_EQ(loaded->result.message, "ok");
+  EXPECT_TRUE(loaded->reusable);
+  ChildAnswer retiring = ChildAnswer::loaded("n3", r);
+  retiring.reusable = false;
+  const std::optional<ChildAnswer> retired = decode_answer(encode_answer(retiring));
+  ASSERT_TRUE(retired.has_value());
+  EXPECT_FALSE(retired->reusable);
+
+  const std::string failed = encode_answer(ChildAnswer::not_loaded("n2", "dlopen: no such file"));
+  const std::optional<ChildAnswer> not_loaded = decode_answer(failed);
+  ASSERT_TRUE(not_loaded.has_value());
+  EXPECT_EQ(not_loaded->kind, ChildAnswer::Kind::load_failure);
+  EXPECT_EQ(not_loaded->nonce, "n2");
+  EXPECT_EQ(not_loaded->load_failure, "dlopen: no such file");
+  EXPECT_FALSE(not_loaded->reusable) << "a process that could not load the plugin is replaced";
+
+  EXPECT_FALSE(decode_answer("").has_value());
+  EXPECT_FALSE(decode_answer(encode_result(r)).has_value()) << "a bare result is not an answer";
+  EXPECT_FALSE(decode_answer(failed.substr(0, failed.size() - 1)).has_value());
+  EXPECT_FALSE(decode_answer(failed + "x").has_value());
+  std::string unknown_kind = failed;
+  unknown_kind.replace(unknown_kind.find("12:load_failure"), 15, "12:load_success");
+  EXPECT_FALSE(decode_answer(unknown_kind).has_value()) << "an answer kind the codec does not have";
+  std::string unknown_reuse = failed;
+  unknown_reuse.replace(unknown_reuse.rfind("6:retire"), 8, "6:rehire");
+  EXPECT_FALSE(decode_answer(unknown_reuse).has_value()) << "neither reusable nor retire";
+  std::string bad_result = encode_answer(ChildAnswer::loaded("n1", r));
+  bad_result.replace(bad_result.find("7:ALLOC-1"), 9, "7:ALLOC-0");
+  EXPECT_FALSE(decode_answer(bad_result).has_value()) << "a result that does not decode";
 }
 
 TEST(ResultEncoding, RoundTripsEveryField) {

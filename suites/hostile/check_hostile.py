@@ -36,6 +36,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -86,6 +87,8 @@ class Run:
     timeout_s: int = 20
     bound_s: float = 45.0  # the run must end within this many seconds
     memory_limit: str = ""  # "" : emm-certify's default
+    # Certify a copy of the plugin library made for this run (for an attack that removes it).
+    copy_plugin: bool = False
 
 
 @dataclasses.dataclass
@@ -130,6 +133,8 @@ def harmless(action, site, around=AROUND_ALLOC, why=""):
 
 # A clause's own process that exits 0 without a word: no answer at all.
 EXIT0_CLAUSE = {"clause": r"did not send exactly one result \(no bytes\)"}
+# A clause process that could not load a plugin the probe loaded (the file is gone).
+NOT_REPEATABLE = r"could not load it, although the probe before the clauses did: .*no such file"
 CRASH = "crash"
 TIMEOUT = "timeout"
 
@@ -163,6 +168,16 @@ CASES = {
     "load.setsid_grandchild": harmless(
         "setsid_grandchild", "load", why="every process that loads the plugin leaves a detached "
                                          "grandchild: swept"),
+    "load.exit120": load_failure("exit120", r"exited with status 120"),
+    # The library removes its own file while the probe loads it: the probe succeeds, every
+    # clause process then fails to load it and says so in a typed answer (not an exit status).
+    "load.unlink_library": Case("unlink_library", "load", [
+        Run(isolation=isolation, only=AROUND_ALLOC, copy_plugin=True,
+            expect=Expect(exit_status=1, outcomes={clause: {CRASH} for clause in AROUND_ALLOC},
+                          messages={clause: NOT_REPEATABLE for clause in AROUND_ALLOC}))
+        for isolation in ISOLATIONS],
+        "a library that cannot be loaded a second time: every clause crashes, its message "
+        "says the clause process could not load the plugin and why"),
     # --- the entry point ---
     "entry.exit0": load_failure("exit0", r"ended without a load report", site="entry"),
     "entry.segv": load_failure("segv", r"SIGSEGV", site="entry"),
@@ -171,10 +186,17 @@ CASES = {
     # --- memalloc(): every attack ---
     "memalloc.exit0": clause_hit("exit0", "memalloc", "ALLOC-1", CRASH, r"exit status 0",
                                  messages_by_isolation=EXIT0_CLAUSE),
-    # 3 is also the status a clause child uses when it cannot load the plugin: the message must
-    # not blame loading for a plugin that loaded and then exited.
+    # A clause process that cannot load the plugin says so in an answer, so no exit status can
+    # pass for a load failure: the message must not blame loading for a plugin that loaded and
+    # then exited, whatever the status (120 was once the certifier's own "could not load").
     "memalloc.exit3": clause_hit("exit3", "memalloc", "ALLOC-1", CRASH,
                                  r"^(?!.*could not load).*exit status 3"),
+    "memalloc.exit120": clause_hit("exit120", "memalloc", "ALLOC-1", CRASH,
+                                   r"^(?!.*could not load).*ended \(exit status 120\)"),
+    # 121 is the status a clause process gives up with when its result channel was taken: the
+    # message names that only as a possible cause.
+    "memalloc.exit121": clause_hit("exit121", "memalloc", "ALLOC-1", CRASH,
+                                   r"^(?!.*could not load).*ended \(exit status 121\)"),
     "memalloc.abort": clause_hit("abort", "memalloc", "ALLOC-1", CRASH, r"SIGABRT"),
     "memalloc.segv": Case("segv", "memalloc", [
         # The full catalogue in both modes: every clause has its one result after crashes.
@@ -491,7 +513,11 @@ def run_once(args, case_name, case, index, run, selected):
     for path in paths.values():
         if os.path.exists(path):
             os.remove(path)
-    command = [args.certify, "--plugin", args.plugin, "--backend", "fake",
+    plugin = args.plugin
+    if run.copy_plugin:
+        plugin = stem + ".so"
+        shutil.copyfile(args.plugin, plugin)
+    command = [args.certify, "--plugin", plugin, "--backend", "fake",
                "--isolation", run.isolation, "--timeout-s", str(run.timeout_s),
                "--json", paths["json"], "--junit", paths["junit"],
                "--markdown", paths["markdown"], "--html", paths["html"]]

@@ -4,6 +4,7 @@
 // result_codec.cpp) so that nothing but the nonce gives them away.
 #include "hostile_action.hpp"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -88,8 +89,9 @@ void write_all(int fd, std::string_view bytes) {
   }
 }
 
-// A well-formed answer of a clause child: its magic, a nonce (made up: the real one is only in
-// emm-certify's memory and the command the child read) and a result saying `clause` passed.
+// A well-formed answer of a clause child (result_codec.hpp): its magic, a nonce (made up: the
+// real one is only in emm-certify's memory and the command the child read), its kind, a result
+// saying `clause` passed, and that the process may run another clause.
 std::string forged_answer(const char* clause) {
   std::string result("EMMR2\n");
   put(result, clause);
@@ -101,8 +103,9 @@ std::string forged_answer(const char* clause) {
   put_list(result, {});
   put_list(result, {});
   put(result, "0");
-  std::string answer("EMMANS1\n");
+  std::string answer("EMMANS2\n");
   put(answer, "0123456789abcdef");
+  put(answer, "result");
   put(answer, result);
   put(answer, "reusable");
   return answer;
@@ -122,6 +125,16 @@ void print_weird_text() {
   std::fflush(stdout);
   constexpr char kControls[] = "nul \0 byte, bell \a, escape \x1B[5m\n";
   write_all(STDERR_FILENO, std::string_view(kControls, sizeof kControls - 1));
+}
+
+// Removes the library file this code was loaded from: the process that loaded it keeps its
+// mapping, every later dlopen() of the path fails (a plugin whose load cannot be repeated).
+void unlink_this_library() {
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<void*>(&unlink_this_library), &info) != 0 &&
+      info.dli_fname != nullptr) {
+    ::unlink(info.dli_fname);
+  }
 }
 
 // An exception escaping a noexcept function: std::terminate, as an uncaught one would.
@@ -145,6 +158,12 @@ void act(const char* action) {
     std::exit(0);
   } else if (is(action, "exit3")) {
     std::exit(3);
+  } else if (is(action, "exit120")) {
+    std::exit(120);
+  } else if (is(action, "exit121")) {
+    std::exit(121);
+  } else if (is(action, "unlink_library")) {
+    unlink_this_library();
   } else if (is(action, "abort")) {
     std::abort();
   } else if (is(action, "segv")) {

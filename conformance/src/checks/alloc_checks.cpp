@@ -273,9 +273,7 @@ EMM_CHECK(ALLOC_1) {
     } catch (...) {
       run.fail(str("memset over ", what, " threw ", describe_current_exception()));
     }
-    expect_same_bytes(run, read_device(run, pointer, size, what),
-                      std::vector<std::byte>(size, std::byte{0x5A}),
-                      str(what, " after memset(0x5A)"));
+    expect_filled(run, pointer, size, std::byte{0x5A}, what, "after memset(0x5A)");
     expect_read_write(run, pointer, size, ++seed, what);
   }
 

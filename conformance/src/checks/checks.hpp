@@ -45,7 +45,8 @@ EMM_PLUGIN_CLAUSES(EMM_CHECK_DECLARATION_)
 inline constexpr std::size_t KiB = 1024;
 inline constexpr std::size_t MiB = 1024 * KiB;
 
-// Deterministic pseudo-random bytes (xorshift), different for each seed.
+// Deterministic pseudo-random bytes (a hash of each word's index and the seed), different for
+// each seed.
 std::vector<std::byte> pattern(std::size_t size, std::uint64_t seed);
 
 // Reads/writes device memory through the driver; a driver error, or an access the backend saw
@@ -55,12 +56,17 @@ std::vector<std::byte> read_device(ClauseRun& run, CUdeviceptr pointer, std::siz
 void write_device(ClauseRun& run, CUdeviceptr pointer, const std::vector<std::byte>& bytes,
                   std::string_view what);
 
-// Writes pattern(size, seed) to device memory.
+// Writes pattern(size, seed) to device memory (large ranges a piece at a time, through one
+// small host buffer).
 void write_pattern(ClauseRun& run, CUdeviceptr pointer, std::size_t size, std::uint64_t seed,
                    std::string_view what);
 // Fails unless the device bytes equal pattern(size, seed), naming the first difference.
 void expect_pattern(ClauseRun& run, CUdeviceptr pointer, std::size_t size, std::uint64_t seed,
                     std::string_view what);
+// Fails unless every device byte of the range is `value`, naming the first that is not ("<what>
+// <when>: byte ..."); a read that fails names `what`.
+void expect_filled(ClauseRun& run, CUdeviceptr pointer, std::size_t size, std::byte value,
+                   std::string_view what, std::string_view when);
 // Writes a fresh pattern and reads it back: the range is readable and writable.
 void expect_read_write(ClauseRun& run, CUdeviceptr pointer, std::size_t size, std::uint64_t seed,
                        std::string_view what);

@@ -1,5 +1,6 @@
 #include "emm/conformance/certify.hpp"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -38,7 +39,7 @@ void print_catalogue(std::ostream& out) {
 }
 
 // Sanitizer runtimes reserve shadow memory as private writable mappings, which a data-segment
-// limit counts: a sanitizer build of emm-certify runs its children without one by default.
+// limit counts: where a sanitizer runtime is loaded, children run without one by default.
 constexpr bool kSanitizerBuild =
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
     true;
@@ -52,9 +53,16 @@ constexpr bool kSanitizerBuild =
     false;
 #endif
 
+// A sanitizer runtime in this process: a sanitizer build of emm-certify, or a runtime preloaded
+// (LD_PRELOAD) to certify a plugin built with a sanitizer (docs/troubleshooting.md).
+bool sanitizer_runtime_loaded() {
+  return kSanitizerBuild || ::dlsym(RTLD_DEFAULT, "__asan_init") != nullptr ||
+         ::dlsym(RTLD_DEFAULT, "__tsan_init") != nullptr;
+}
+
 std::size_t memory_limit(const CertifyOptions& options) {
   if (options.memory_limit) return *options.memory_limit;
-  return kSanitizerBuild ? 0 : kDefaultMemoryLimit;
+  return sanitizer_runtime_loaded() ? 0 : kDefaultMemoryLimit;
 }
 
 // Descriptors 0-2 open (to /dev/null when the caller closed them), so that no pipe or report
@@ -252,9 +260,13 @@ int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
       << "): certifying " << visible_text(options.plugin_path) << " (isolation "
       << to_string(options.isolation) << ")\n";
   out.flush();
-  const ProbeResult probe = options.isolation == Isolation::in_process
-                                ? probe_plugin_in_process(options.plugin_path)
-                                : probe_plugin(options.plugin_path, probe_settings);
+  // Even for --in-process the library is loaded in a child first: a load that ends the process
+  // (exit() in a static initialiser, a sanitizer runtime that cannot start) is then "could not
+  // load", exit status 2, never a status of the plugin's choosing.
+  ProbeResult probe = probe_plugin(options.plugin_path, probe_settings);
+  if (probe.loaded && options.isolation == Isolation::in_process) {
+    probe = probe_plugin_in_process(options.plugin_path);
+  }
 
   CertificationReport report;
   report.kit_version = kKitVersion;

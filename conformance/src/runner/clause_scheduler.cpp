@@ -1,6 +1,7 @@
 #include "emm/conformance/clause_scheduler.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <optional>
 #include <random>
@@ -19,12 +20,6 @@ using namespace field_codec;
 using Clock = std::chrono::steady_clock;
 
 constexpr std::string_view kCommandMagic = "EMMRUN1\n";
-constexpr std::string_view kAnswerMagic = "EMMANS1\n";
-// A child that could not load the plugin it was given (it loaded in the probe: something
-// changed, or the load is not repeatable). Beside the process utility's own statuses
-// (kExitChannelLost, kExitUncaughtException), far from the small numbers a plugin passes to
-// exit(), so that a plugin's exit(3) is not reported as a load failure.
-constexpr int kExitCannotLoad = 120;
 
 // What the parent asks a child to run.
 struct Command {
@@ -63,10 +58,6 @@ std::string fresh_nonce() {
   return text;
 }
 
-// The last field of an answer: whether the process that sent it may run another clause.
-constexpr std::string_view kReusable = "reusable";
-constexpr std::string_view kRetire = "retire";
-
 // --- the child's side ---------------------------------------------------------------------------
 
 // The clause left the device unusable for this process: whatever it concluded, it fails for
@@ -87,53 +78,67 @@ void poisoned_device(ClauseResult& result, const std::string& why) {
   }
 }
 
-std::optional<PluginSubject> load_in_child(const std::string& path) {
+// The plugin as this child loaded it, or why it could not.
+struct ChildPlugin {
+  std::optional<PluginSubject> subject;
+  std::string failure;
+};
+
+ChildPlugin load_in_child(const std::string& path) {
+  ChildPlugin plugin;
   try {
-    return subject_from_library(load_plugin(path));
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "emm-certify child: could not load the plugin: %s\n", error.what());
-    return std::nullopt;
+    plugin.subject = subject_from_library(load_plugin(path));
+  } catch (...) {
+    plugin.failure = describe_current_exception();
   }
+  return plugin;
 }
 
-// Runs `command` and sends the answer (after flushing what the clause printed, so that the
-// parent finds the clause's output in the pipe before the answer).
-// Returns false when this process must not run another clause (the device is unusable).
-bool answer(const PluginSubject& subject, const Command& command, const BackendSettings& settings) {
+// Sends `answer` after flushing what the clause printed, so that the parent finds the clause's
+// output in the pipe before the answer.
+void send_answer(const ChildAnswer& answer) {
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  send_result_frame(encode_answer(answer));
+}
+
+// Runs `command` and answers it; returns whether this process may run another clause (not when
+// the device is unusable). A plugin this child could not load is answered as such (a typed
+// answer carrying the nonce), never with an exit status: the plugin may exit() with any.
+bool answer(const ChildPlugin& plugin, const Command& command, const BackendSettings& settings) {
+  if (!plugin.subject) {
+    send_answer(ChildAnswer::not_loaded(command.nonce, plugin.failure));
+    return false;
+  }
   ClauseResult result;
   bool reusable = true;
   try {
     const std::unique_ptr<Backend> backend = make_backend(command.backend, settings);
-    result = evaluate(subject, *command.clause, *backend);
+    result = evaluate(*plugin.subject, *command.clause, *backend);
     if (const std::optional<std::string> why = backend->unusable_device()) {
       reusable = false;
       poisoned_device(result, *why);
     }
   } catch (...) {
-    result = backend_not_available(subject, *command.clause, command.backend,
+    result = backend_not_available(*plugin.subject, *command.clause, command.backend,
                                    describe_current_exception());
   }
-  std::cout.flush();
-  std::cerr.flush();
-  std::fflush(nullptr);
-  std::string payload(kAnswerMagic);
-  put(payload, command.nonce);
-  put(payload, encode_result(result));
-  put(payload, reusable ? kReusable : kRetire);
-  send_result_frame(payload);
+  ChildAnswer reply = ChildAnswer::loaded(command.nonce, std::move(result));
+  reply.reusable = reusable;
+  send_answer(reply);
   return reusable;
 }
 
 int worker_main(const std::string& path, const BackendSettings& backend) {
-  const std::optional<PluginSubject> subject = load_in_child(path);
-  if (!subject) return kExitCannotLoad;
+  const ChildPlugin plugin = load_in_child(path);
   while (const std::optional<std::string> frame = read_command_frame()) {
     const std::optional<Command> command = decode_command(*frame);
     if (!command) {
       std::fprintf(stderr, "emm-certify worker: a command it cannot read\n");
-      return kExitCannotLoad;
+      return EXIT_FAILURE;
     }
-    if (!answer(*subject, *command, backend)) break;  // the parent replaces this worker
+    if (!answer(plugin, *command, backend)) break;  // the parent replaces this worker
   }
   return 0;
 }
@@ -159,40 +164,44 @@ ClauseResult failure(const ClauseJob& job, Outcome outcome, const std::string& w
   return result;
 }
 
-// The job's result from an answer payload, or why the answer cannot be trusted.
-std::optional<ClauseResult> accept(std::string_view payload, const ClauseJob& job,
-                                   const std::string& nonce, std::string& problem, bool& reusable) {
-  if (!payload.starts_with(kAnswerMagic)) {
-    problem = "an answer that is not one (wrong magic)";
+// The answer in `payload` if it is one to trust for `job`, else nullopt with `problem` set.
+std::optional<ChildAnswer> accept(std::string_view payload, const ClauseJob& job,
+                                  const std::string& nonce, std::string& problem) {
+  std::optional<ChildAnswer> answer = decode_answer(payload);
+  if (!answer) {
+    problem = "an answer that cannot be read (not a well-formed answer of a clause process)";
     return std::nullopt;
   }
-  payload.remove_prefix(kAnswerMagic.size());
-  std::string seen_nonce, encoded, reuse;
-  if (!take(payload, seen_nonce) || !take(payload, encoded) || !take(payload, reuse) ||
-      !payload.empty() || (reuse != kReusable && reuse != kRetire)) {
-    problem = "an answer whose fields cannot be read";
-    return std::nullopt;
-  }
-  reusable = reuse == kReusable;
-  if (seen_nonce != nonce) {
+  if (answer->nonce != nonce) {
     problem = "an answer to a question it was not asked (wrong nonce: a forged or stale result)";
     return std::nullopt;
   }
-  std::optional<ClauseResult> result = decode_result(encoded);
-  if (!result) {
-    problem = "an answer whose result cannot be decoded";
-    return std::nullopt;
-  }
-  if (result->clause != job.clause || result->backend != job.backend) {
-    problem = "a result for " + result->clause->id + " on " +
-              std::string(to_string(result->backend)) + ", not for " + job.clause->id + " on " +
+  if (answer->kind == ChildAnswer::Kind::load_failure) return answer;
+  ClauseResult& result = answer->result;
+  if (result.clause != job.clause || result.backend != job.backend) {
+    problem = "a result for " + result.clause->id + " on " +
+              std::string(to_string(result.backend)) + ", not for " + job.clause->id + " on " +
               std::string(to_string(job.backend));
     return std::nullopt;
   }
   // The level is the parent's to decide (from the declaration it read); a child cannot
   // promote or demote its own clause.
-  result->level = job.level;
-  return result;
+  result.level = job.level;
+  return answer;
+}
+
+// The job's result from a trusted answer.
+ClauseResult from_answer(const ClauseJob& job, ChildAnswer answer, std::string output,
+                         double duration_ms) {
+  if (answer.kind == ChildAnswer::Kind::load_failure) {
+    return failure(job, Outcome::crash,
+                   "the process running the plugin could not load it, although the probe "
+                   "before the clauses did: " +
+                       answer.load_failure,
+                   std::move(output), duration_ms);
+  }
+  answer.result.output = std::move(output);
+  return std::move(answer.result);
 }
 
 std::string seconds_text(std::chrono::milliseconds timeout) {
@@ -221,15 +230,14 @@ ClauseResult ended_without_answer(const ClauseJob& job, const ChildEnd& end, std
                      "the plugin crashed the process: " + describe_signal(end.signal),
                      std::move(output), end.duration_ms);
     case ChildEnd::Kind::exited:
-      if (end.exit_status == kExitCannotLoad) {
-        return failure(job, Outcome::crash,
-                       "the process could not load the plugin (exit status " +
-                           std::to_string(kExitCannotLoad) + ")",
-                       std::move(output), end.duration_ms);
-      }
+      // Any status may be the plugin's own exit(); the child's own news comes as an answer.
+      // kExitChannelLost is the one status the child uses itself, when it has no channel left
+      // to answer on: named as a likely cause, not as a fact.
       if (end.exit_status == kExitChannelLost) {
         return failure(job, Outcome::crash,
-                       "the plugin closed or replaced the process's result channel",
+                       "the process ended (exit status " + std::to_string(end.exit_status) +
+                           ") without reporting a result; it gives up with that status when "
+                           "the plugin closed or replaced the process's result channel",
                        std::move(output), end.duration_ms);
       }
       return failure(job, Outcome::crash,
@@ -279,14 +287,14 @@ void run_with_workers(const std::vector<ClauseJob>& jobs, const SchedulerSetting
         std::chrono::duration<double, std::milli>(Clock::now() - started).count();
     std::string output = worker->take_output().text();
     std::string problem;
-    bool reusable = true;
     switch (wait.status) {
       case FrameWait::Status::frame:
-        if (std::optional<ClauseResult> result =
-                accept(wait.payload, job, nonce, problem, reusable)) {
-          result->output = std::move(output);
-          results[index] = std::move(*result);
-          if (!reusable) retire();  // its device is unusable: the next clause gets a new one
+        if (std::optional<ChildAnswer> answer = accept(wait.payload, job, nonce, problem)) {
+          const bool reusable = answer->reusable;
+          results[index] = from_answer(job, std::move(*answer), std::move(output), elapsed);
+          // A worker that cannot go on (it could not load the plugin, or its device is unusable)
+          // is replaced: the next clause gets a new one.
+          if (!reusable) retire();
           break;
         }
         results[index] =
@@ -342,11 +350,8 @@ ClauseResult finish(const ClauseJob& job, Running& running, const SchedulerSetti
     std::string problem;
     if (const std::optional<std::string> payload =
             decode_frame(running.child.result_bytes(), problem)) {
-      bool reusable = true;  // a clause process runs one clause whatever it says
-      if (std::optional<ClauseResult> result =
-              accept(*payload, job, running.nonce, problem, reusable)) {
-        result->output = std::move(output);
-        return std::move(*result);
+      if (std::optional<ChildAnswer> answer = accept(*payload, job, running.nonce, problem)) {
+        return from_answer(job, std::move(*answer), std::move(output), end.duration_ms);
       }
     }
     return failure(
@@ -371,9 +376,8 @@ void run_one_per_clause(const std::vector<ClauseJob>& jobs, const SchedulerSetti
       try {
         ChildProcess child = ChildProcess::fork(
             [&settings, job, nonce] {
-              const std::optional<PluginSubject> subject = load_in_child(settings.plugin_path);
-              if (!subject) return kExitCannotLoad;
-              answer(*subject, Command{nonce, job.clause, job.backend}, settings.backend);
+              answer(load_in_child(settings.plugin_path), Command{nonce, job.clause, job.backend},
+                     settings.backend);
               return 0;
             },
             child_options(settings, false));

@@ -1,5 +1,6 @@
 // The Markdown certificate (report_writers.hpp).
 #include <algorithm>
+#include <cctype>
 #include <sstream>
 
 #include "emm/conformance/report_writers.hpp"
@@ -11,20 +12,62 @@ namespace {
 
 using namespace report_format;
 
+bool word_character(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
+
+bool starts_with_www(std::string_view text, std::size_t dot) {
+  if (dot < 3) return false;
+  for (std::size_t i = dot - 3; i < dot; ++i) {
+    if (text[i] != 'w' && text[i] != 'W') return false;
+  }
+  return true;
+}
+
 // Plugin text in a table cell or a list item: visible (no control or escape sequence acts on a
-// viewer), one line, '|' escaped.
+// viewer), one line, and inert: a backslash before every character through which Markdown (as
+// GitHub renders it: CommonMark with the GFM extensions) would turn text into HTML, a link, an
+// image, emphasis, a math span or a table cell — raw HTML and autolinks (< > &), link and image
+// brackets ([ ]), emphasis and code (* ~ `, and _ but inside a word), math ($), cell bars (|),
+// email autolinks (@), and the ':' of "://" and the '.' of "www." that start GFM's bare-URL
+// autolinks. The rendered text reads as the plugin wrote it.
 std::string markdown_text(std::string_view text) {
+  constexpr std::string_view kInert = "\\`*~[]<>&|$@";
+  const std::string visible = visible_text(text);
   std::string out;
-  for (const char c : visible_text(text)) {
-    if (c == '|') {
-      out += "\\|";
-    } else if (c == '\n' || c == '\r') {
+  for (std::size_t i = 0; i < visible.size(); ++i) {
+    const char c = visible[i];
+    if (c == '\n' || c == '\r') {
       out += ' ';
-    } else {
-      out += c;
+      continue;
     }
+    const bool url = c == ':' && std::string_view(visible).substr(i + 1, 2) == "//";
+    const bool www = c == '.' && starts_with_www(visible, i);
+    // '_' between letters or digits never starts emphasis: identifiers stay as they are.
+    const bool underscore =
+        c == '_' && !(i > 0 && i + 1 < visible.size() && word_character(visible[i - 1]) &&
+                      word_character(visible[i + 1]));
+    if (kInert.find(c) != std::string_view::npos || url || www || underscore) out += '\\';
+    out += c;
   }
   return out;
+}
+
+// Plugin text inside a code span (a library path): nothing in a code span is markup, so only
+// the span's own end needs care — delimited by more backticks than any run in the text.
+std::string markdown_code(std::string_view text) {
+  std::string inner;
+  std::size_t longest = 0;
+  std::size_t run = 0;
+  for (const char c : visible_text(text)) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+    if (c == '|') {
+      inner += "\\|";  // GFM splits table cells on '|' even inside a code span
+    } else {
+      inner += c == '\n' || c == '\r' ? ' ' : c;
+    }
+  }
+  const std::string ticks(longest + 1, '`');
+  return ticks + " " + inner + " " + ticks;
 }
 
 // A fence longer than any run of backticks in `text`, so the text cannot end the block.
@@ -53,7 +96,7 @@ std::string to_markdown(const Certificate& certificate) {
   }
   md << "| | |\n|---|---|\n";
   md << "| Plugin | " << markdown_text(plugin.name) << " |\n";
-  md << "| Library | `" << markdown_text(plugin.path) << "` |\n";
+  md << "| Library | " << markdown_code(plugin.path) << " |\n";
   md << "| Interface version | "
      << (report.plugin.interface_version ? std::to_string(*report.plugin.interface_version)
                                          : std::string("unknown"))

@@ -88,7 +88,25 @@ ProbeResult probe_plugin_in_process(const std::string& path) {
   return probe;
 }
 
-ProbeResult probe_plugin(const std::string& path, const ProbeSettings& settings) {
+namespace {
+
+// The hint for a load that a sanitizer runtime stopped (ASan must come first in the process;
+// TSan cannot be dlopen()ed at all; a clang-built plugin lacks the runtime's symbols), or "".
+std::string sanitizer_hint(std::string_view text) {
+  for (const std::string_view sign :
+       {std::string_view("Sanitizer"), std::string_view("ASan runtime"),
+        std::string_view("libasan.so"), std::string_view("libtsan.so"), std::string_view("__asan_"),
+        std::string_view("__tsan_")}) {
+    if (text.find(sign) != std::string_view::npos) {
+      return " (a plugin built with a sanitizer: preload its runtime into emm-certify, "
+             "LD_PRELOAD=$(c++ -print-file-name=libasan.so) or libtsan.so; see "
+             "docs/troubleshooting.md, \"Sanitizer builds\")";
+    }
+  }
+  return "";
+}
+
+ProbeResult probe_in_child(const std::string& path, const ProbeSettings& settings) {
   ProbeResult failed;
   ChildOptions options;
   options.result_channel = true;
@@ -133,6 +151,14 @@ ProbeResult probe_plugin(const std::string& path, const ProbeSettings& settings)
                      printed;
   }
   return failed;
+}
+
+}  // namespace
+
+ProbeResult probe_plugin(const std::string& path, const ProbeSettings& settings) {
+  ProbeResult probe = probe_in_child(path, settings);
+  if (!probe.loaded) probe.failure += sanitizer_hint(probe.failure);
+  return probe;
 }
 
 }  // namespace emm::conformance

@@ -13,6 +13,11 @@ namespace {
 using namespace field_codec;
 
 constexpr std::string_view kMagic = "EMMR2\n";
+constexpr std::string_view kAnswerMagic = "EMMANS2\n";
+constexpr std::string_view kResultKind = "result";
+constexpr std::string_view kLoadFailureKind = "load_failure";
+constexpr std::string_view kReusable = "reusable";
+constexpr std::string_view kRetire = "retire";
 
 }  // namespace
 
@@ -71,6 +76,61 @@ std::optional<ClauseResult> decode_result(std::string_view payload) {
   }
   if (!payload.empty()) return std::nullopt;
   return result;
+}
+
+ChildAnswer ChildAnswer::loaded(std::string nonce, ClauseResult result) {
+  ChildAnswer answer;
+  answer.kind = Kind::result;
+  answer.nonce = std::move(nonce);
+  answer.result = std::move(result);
+  return answer;
+}
+
+ChildAnswer ChildAnswer::not_loaded(std::string nonce, std::string why) {
+  ChildAnswer answer;
+  answer.kind = Kind::load_failure;
+  answer.nonce = std::move(nonce);
+  answer.load_failure = std::move(why);
+  answer.reusable = false;
+  return answer;
+}
+
+std::string encode_answer(const ChildAnswer& answer) {
+  std::string out(kAnswerMagic);
+  put(out, answer.nonce);
+  if (answer.kind == ChildAnswer::Kind::result) {
+    put(out, kResultKind);
+    put(out, encode_result(answer.result));
+  } else {
+    put(out, kLoadFailureKind);
+    put(out, answer.load_failure);
+  }
+  put(out, answer.reusable ? kReusable : kRetire);
+  return out;
+}
+
+std::optional<ChildAnswer> decode_answer(std::string_view payload) {
+  if (!payload.starts_with(kAnswerMagic)) return std::nullopt;
+  payload.remove_prefix(kAnswerMagic.size());
+  ChildAnswer answer;
+  std::string kind, body, reuse;
+  if (!take(payload, answer.nonce) || !take(payload, kind) || !take(payload, body) ||
+      !take(payload, reuse) || !payload.empty() || (reuse != kReusable && reuse != kRetire)) {
+    return std::nullopt;
+  }
+  answer.reusable = reuse == kReusable;
+  if (kind == kResultKind) {
+    std::optional<ClauseResult> result = decode_result(body);
+    if (!result) return std::nullopt;
+    answer.kind = ChildAnswer::Kind::result;
+    answer.result = std::move(*result);
+  } else if (kind == kLoadFailureKind) {
+    answer.kind = ChildAnswer::Kind::load_failure;
+    answer.load_failure = std::move(body);
+  } else {
+    return std::nullopt;
+  }
+  return answer;
 }
 
 }  // namespace emm::conformance

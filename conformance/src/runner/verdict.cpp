@@ -67,12 +67,16 @@ Verdict compute_verdict(const VerdictInputs& inputs) {
   std::set<const Clause*> run;
   for (std::size_t i = 0; i < inputs.results.size(); ++i) {
     const ClauseResult& result = inputs.results[i];
-    run.insert(result.clause);
+    if (result.outcome != Outcome::not_run) run.insert(result.clause);
+    // A plugin that could not be loaded has one failure, the load; its clauses did not run, so
+    // none of them is listed as failed or as a warning.
+    if (!inputs.plugin_loaded) continue;
     if (result.level == Level::must && counts_against(result)) {
       ++verdict.must_failures;
       verdict.failures.push_back(i);
     }
-    if (result.level == Level::should && result.outcome != Outcome::pass) {
+    if (result.level == Level::should && result.outcome != Outcome::pass &&
+        result.outcome != Outcome::not_run) {
       verdict.warnings.push_back(i);
     }
   }

@@ -14,9 +14,12 @@
 // it accepts exactly one well-formed answer carrying that nonce, that clause and that backend,
 // on the result channel (child_process.hpp: a fixed high descriptor the child verifies before
 // writing). Anything else — no answer, garbage, an answer for another clause, a second answer,
-// an exit of any status, a signal — is a crash-class result saying what was seen. A job ends when
-// its child answers or is reaped, or its deadline passes (the whole process group is then
-// killed, and every stray descendant with it: call become_child_subreaper() first).
+// an exit of any status, a signal — is a crash-class result saying what was seen. A child that
+// cannot load the plugin says so in an answer carrying the nonce (result_codec.hpp: a load
+// failure is a crash-class result with the cause), never through its exit status, which the
+// plugin's own exit() could fake. A job ends when its child answers or is reaped, or its
+// deadline passes (the whole process group is then killed, and every stray descendant with it:
+// call become_child_subreaper() first).
 //
 // Each result carries what the clause printed (ClauseResult::output).
 //

@@ -39,8 +39,8 @@ struct ProbeResult {
 
 ProbeResult probe_plugin(const std::string& path, const ProbeSettings& settings);
 
-// The same, in this process (for --in-process): a plugin that crashes here takes the caller
-// down.
+// The same, in this process (for --in-process, after probe_plugin() loaded it in a child): a
+// plugin that crashes here takes the caller down.
 ProbeResult probe_plugin_in_process(const std::string& path);
 
 }  // namespace emm::conformance

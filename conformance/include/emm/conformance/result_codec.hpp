@@ -1,13 +1,23 @@
-// emm/conformance/result_codec.hpp — a ClauseResult across a process boundary.
+// emm/conformance/result_codec.hpp — what a clause child sends its parent: a ClauseResult, or
+// the news that it could not load the plugin, inside an answer carrying the parent's nonce.
 //
-// The child that ran a clause encodes its result; the parent decodes it. The text is a magic
-// line followed by length-prefixed fields ("<len>:<bytes>"), so any byte can travel in a message
-// and a truncated, padded or foreign payload is refused rather than misread. The clause travels
-// as its id and comes back as a pointer into catalogue(); an id the catalogue does not have, an
-// unknown backend, level or outcome, or trailing bytes make decode_result return nullopt.
+// The text is a magic line followed by length-prefixed fields ("<len>:<bytes>"), so any byte can
+// travel in a message and a truncated, padded or foreign payload is refused rather than misread.
+// The clause travels as its id and comes back as a pointer into catalogue(); an id the catalogue
+// does not have, an unknown backend, level, outcome or answer kind, or trailing bytes make the
+// decoders return nullopt.
 //
-//   std::string payload = encode_result(result);            // in the child
-//   std::optional<ClauseResult> back = decode_result(payload);  // in the parent
+//   std::string payload = encode_result(result);                // a result alone
+//   std::optional<ClauseResult> back = decode_result(payload);
+//
+//   send_result_frame(encode_answer(ChildAnswer::loaded(nonce, result)));      // in the child
+//   send_result_frame(encode_answer(ChildAnswer::not_loaded(nonce, why)));
+//   std::optional<ChildAnswer> answer = decode_answer(payload);                // in the parent
+//   if (answer && answer->nonce == nonce) ...
+//
+// A child reports a load failure in an answer, never through its exit status: any status a
+// child exits with may be the plugin's own exit() call, but only the child holding the nonce
+// can answer (clause_scheduler.hpp).
 //
 // Pure functions.
 #pragma once
@@ -22,5 +32,26 @@ namespace emm::conformance {
 
 std::string encode_result(const ClauseResult& result);
 std::optional<ClauseResult> decode_result(std::string_view payload);
+
+// One answer of a clause child to one command of its parent.
+struct ChildAnswer {
+  enum class Kind {
+    result,       // the clause ran: `result`
+    load_failure  // the child could not load the plugin: `load_failure` says why
+  };
+  Kind kind = Kind::result;
+  std::string nonce;  // the nonce of the command it answers
+  ClauseResult result;
+  std::string load_failure;
+  // Whether the process that sent it may run another clause (a worker that could not load the
+  // plugin, or whose device a clause left unusable, is replaced).
+  bool reusable = true;
+
+  static ChildAnswer loaded(std::string nonce, ClauseResult result);
+  static ChildAnswer not_loaded(std::string nonce, std::string why);
+};
+
+std::string encode_answer(const ChildAnswer& answer);
+std::optional<ChildAnswer> decode_answer(std::string_view payload);
 
 }  // namespace emm::conformance

@@ -5,8 +5,8 @@
 //   PARTIAL        as CERTIFIED, but `--only` ran k of the N plugin clauses: never a certificate;
 //   NOT CERTIFIED  a MUST result failed, crashed or timed out, no backend ran, or the plugin
 //                  library could not be loaded.
-// SHOULD results other than pass are warnings; INFO results are measurements. Every verdict
-// names the backends it covers ("VERDICT: CERTIFIED (fake, gpu)").
+// SHOULD results other than pass (and not_run) are warnings; INFO results are measurements. Every
+// verdict names the backends it covers ("VERDICT: CERTIFIED (fake, gpu)").
 //
 //   const Verdict& v = certificate.verdict;   // computed once, by make_certificate()
 //   std::cout << v.line() << '\n';
@@ -37,9 +37,10 @@ struct Verdict {
   bool plugin_loaded = true;
   std::vector<BackendKind> backends;  // the backends that ran: what the verdict covers
   std::size_t must_failures = 0;      // MUST results that are not pass/not_supported
-  std::size_t clauses_run = 0;        // distinct clauses with a result
+  std::size_t clauses_run = 0;        // distinct clauses with a result (not_run is none)
   std::size_t clauses_in_catalogue = 0;
-  // Indices into the results of the MUST failures and of the SHOULD results that did not pass.
+  // Indices into the results of the MUST failures and of the SHOULD results that did not pass
+  // (neither lists a clause that did not run: a plugin that could not be loaded has none).
   std::vector<std::size_t> failures;
   std::vector<std::size_t> warnings;
 
