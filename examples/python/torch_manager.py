@@ -1,13 +1,14 @@
 """An EMM plugin backed by PyTorch's CUDA caching allocator.
 
     NUMBA_CUDA_MEMORY_MANAGER=torch_manager python3 my_numba_program.py
-    emm-certify --python torch_manager           # PYTHONPATH=examples/python
+    emm-certify --python torch_manager           # with examples/python on PYTHONPATH
 
-Device memory comes from torch.cuda.caching_allocator_alloc and goes back with
-caching_allocator_delete when numba's last reference goes; the caching allocator keeps freed
-blocks until reset() empties its cache (torch.cuda.empty_cache), so the plugin declares pooling
-and not no_caching. IPC handles carry the offset inside the allocator's segment
-(GetIpcHandleMixin), memory info is the device's (cuMemGetInfo through torch).
+Device memory comes from torch.cuda.caching_allocator_alloc. It goes back with
+caching_allocator_delete when numba's last reference goes. The caching allocator keeps freed
+blocks, so the plugin declares pooling and not no_caching. reset() empties the cache
+(torch.cuda.empty_cache), and blocks released after a reset empty it again (LIFE-7). IPC handles
+carry the offset inside the allocator's segment (GetIpcHandleMixin). Memory info is the device's
+(torch.cuda.mem_get_info).
 """
 import torch
 
@@ -15,16 +16,27 @@ from _common import (GetIpcHandleMixin, HostOnlyCUDAMemoryManager, MemoryInfo, M
                      device_pointer, out_of_memory)
 
 
+class _ResetCount:
+    """Shared with the finalizers, which must not keep the plugin itself alive."""
+
+    def __init__(self):
+        self.generation = 0
+
+
 class TorchMemoryManager(GetIpcHandleMixin, HostOnlyCUDAMemoryManager):
     emmkit_capabilities = ("ipc", "memory_info", "pooling", "thread_safe")
-    emmkit_defer_cleanup = ("holds the HostOnly guard (host frees deferred); device frees go "
-                            "to PyTorch's cache at once")
+    emmkit_defer_cleanup = ("holds the HostOnly guard (host frees deferred); device blocks go "
+                            "back to PyTorch's cache at once")
 
-    def initialize(self):
-        pass  # PyTorch sets its allocator up on first use
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._resets = _ResetCount()
 
     def _device(self):
         return self.context.device.id if self.context is not None else 0
+
+    def initialize(self):
+        pass  # PyTorch sets its allocator up on first use
 
     def memalloc(self, size):
         device = self._device()
@@ -32,9 +44,12 @@ class TorchMemoryManager(GetIpcHandleMixin, HostOnlyCUDAMemoryManager):
             address = torch.cuda.caching_allocator_alloc(size, device=device)
         except torch.cuda.OutOfMemoryError as error:
             raise out_of_memory("memalloc(%d)" % size, error) from error
+        resets, generation = self._resets, self._resets.generation
 
-        def finalize(address=address):
+        def finalize():
             torch.cuda.caching_allocator_delete(address)
+            if resets.generation != generation:
+                torch.cuda.empty_cache()  # released after reset(): back to the driver
 
         return MemoryPointer(self.context, device_pointer(address), size, finalizer=finalize)
 
@@ -44,6 +59,7 @@ class TorchMemoryManager(GetIpcHandleMixin, HostOnlyCUDAMemoryManager):
 
     def reset(self):
         super().reset()
+        self._resets.generation += 1
         torch.cuda.empty_cache()
 
     def defer_cleanup(self):

@@ -4,33 +4,16 @@
 #include <optional>
 #include <string>
 
-#include "emm/diagnostics.hpp"
 #include "emm/errors.hpp"
 #include "emm/plugin_abi.hpp"
 #include "emm/python/gil.hpp"
 #include "emm/python/interpreter.hpp"
 #include "emm/python/python_memory_manager.hpp"
+#include "emm/python/unraisable_diagnostics.hpp"
 
 namespace emm::python {
 namespace py = pybind11;
 namespace {
-
-// Python's "Exception ignored in ..." (a finalizer or __del__ that raised) as the kit's
-// ignored-exception diagnostic, which the FIN and LIFE clauses read (FIN-6, LIFE-8).
-void route_unraisable_to_diagnostics() {
-  py::module_::import("sys").attr("unraisablehook") = py::cpp_function([](py::handle report) {
-    std::string where = "Python finalizer";
-    try {
-      const py::object object = report.attr("object");
-      if (!object.is_none()) where += " (" + py::repr(object).cast<std::string>() + ")";
-    } catch (py::error_already_set&) {
-    }
-    const py::object exception = report.attr("exc_value");
-    Diagnostics::ignored_exception(
-        where, exception.is_none() ? "an exception was ignored"
-                                   : make_python_error(exception, "a Python finalizer").what());
-  });
-}
 
 struct LoadedPythonPlugin {
   std::string value;  // "python:MODULE:ATTR", for PluginLoadError
