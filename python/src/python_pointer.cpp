@@ -32,7 +32,7 @@ long PythonMemoryPointer::refct() const noexcept {
   Gil gil;
   try {
     return py::int_(object_->get().attr("refct")).cast<long>();
-  } catch (py::error_already_set&) {
+  } catch (...) {  // no refct, or not an int: this is noexcept, so the C++ count stands in
     return MemoryPointer::refct();
   }
 }

@@ -44,6 +44,7 @@ std::size_t parse_size(std::string_view text) {
   return value << shift;
 }
 
+#ifdef EMM_PYTHON_LIBRARY_BUILD_PATH
 bool is_file(const std::string& path) { return !path.empty() && ::access(path.c_str(), R_OK) == 0; }
 
 // The directory of the running program (for a libemm_python installed beside emm-certify).
@@ -54,6 +55,7 @@ std::string program_directory() {
   const std::string path(buffer, static_cast<std::size_t>(n));
   return path.substr(0, path.rfind('/'));
 }
+#endif
 
 }  // namespace
 
