@@ -13,7 +13,8 @@ set -euo pipefail
 packages=(cmake ninja-build g++ libgtest-dev libgmock-dev libbenchmark-dev libboost-test-dev
           clang-format python3 clang libclang-rt-14-dev
           python3-jsonschema  # the JSON reports are validated against docs/report.schema.json
-          chromium)           # the HTML certificate's rendering test
+          chromium            # the HTML certificate's rendering test
+          python3-dev pybind11-dev python3-numba python3-pytest)  # libemm_python and its tests
 
 is_installed() {
   dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed'

@@ -5,8 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 
@@ -250,6 +252,15 @@ int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   // here and killed after each child (child_process.hpp).
   ensure_default_sigchld();
   become_child_subreaper();
+  if (!options.python_target.empty()) {
+    // Read by libemm_python in the processes that load it (python/.../plugin_entry.hpp).
+    ::setenv("EMM_PYTHON_PLUGIN", options.python_target.c_str(), 1);
+    if (options.python_capabilities) {
+      ::setenv("EMM_PYTHON_CAPABILITIES", options.python_capabilities->c_str(), 1);
+    } else {
+      ::unsetenv("EMM_PYTHON_CAPABILITIES");
+    }
+  }
 
   const std::chrono::milliseconds timeout = std::chrono::seconds(options.timeout_s);
   const ProbeSettings probe_settings{timeout, memory_limit(options)};
@@ -257,8 +268,11 @@ int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
       options.only.empty() ? catalogue().plugin_clauses() : options.only;
 
   out << "emm-certify " << kKitVersion << " (catalogue " << catalogue().version()
-      << "): certifying " << visible_text(options.plugin_path) << " (isolation "
-      << to_string(options.isolation) << ")\n";
+      << "): certifying "
+      << visible_text(options.python_target.empty() ? options.plugin_path
+                                                    : "the Python class " + options.python_target +
+                                                          " through " + options.plugin_path)
+      << " (isolation " << to_string(options.isolation) << ")\n";
   out.flush();
   // Even for --in-process the library is loaded in a child first: a load that ends the process
   // (exit() in a static initialiser, a sanitizer runtime that cannot start) is then "could not
@@ -268,6 +282,7 @@ int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
     probe = probe_plugin_in_process(options.plugin_path);
   }
 
+  const bool report_loaded = probe.loaded;
   CertificationReport report;
   report.kit_version = kKitVersion;
   report.catalogue_version = catalogue().version();
@@ -348,7 +363,22 @@ int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
           r.output, err);
     }
   }
-  const int status = certificate.verdict.exit_status();
+  int status = certificate.verdict.exit_status();
+  // A Python plugin runs on the gpu backend only: without one nothing was certified, which is
+  // a condition of this machine, not a verdict on the plugin.
+  const bool any_ran =
+      std::any_of(certificate.report.backends.begin(), certificate.report.backends.end(),
+                  [](const BackendStatus& backend) { return backend.ran; });
+  if (!options.python_target.empty() && report_loaded && !any_ran) {
+    err << "emm-certify: the Python plugin " << visible_text(options.python_target)
+        << " was not certified: it calls the CUDA driver through numba and runs on the gpu "
+           "backend only, which cannot run here";
+    for (const BackendStatus& backend : certificate.report.backends) {
+      if (backend.kind == BackendKind::gpu) err << " (" << visible_text(backend.reason) << ")";
+    }
+    err << "; run it on a machine with a GPU\n";
+    status = kExitUsage;
+  }
   // A report that could not be written does not hide a verdict against the plugin; it only
   // keeps a certificate from being claimed without its report.
   if (!written && status != kExitNotCertified) return kExitUsage;

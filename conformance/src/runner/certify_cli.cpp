@@ -1,8 +1,13 @@
 #include "emm/conformance/certify_cli.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <set>
+
+#include "emm/plugin_declaration.hpp"
 
 namespace emm::conformance {
 namespace {
@@ -39,7 +44,48 @@ std::size_t parse_size(std::string_view text) {
   return value << shift;
 }
 
+#ifdef EMM_PYTHON_LIBRARY_BUILD_PATH
+bool is_file(const std::string& path) { return !path.empty() && ::access(path.c_str(), R_OK) == 0; }
+
+// The directory of the running program (for a libemm_python installed beside emm-certify).
+std::string program_directory() {
+  char buffer[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buffer, sizeof buffer - 1);
+  if (n <= 0) return {};
+  const std::string path(buffer, static_cast<std::size_t>(n));
+  return path.substr(0, path.rfind('/'));
+}
+#endif
+
 }  // namespace
+
+std::string python_unavailable_reason() {
+#ifdef EMM_PYTHON_LIBRARY_BUILD_PATH
+  return {};
+#elif defined(EMM_PYTHON_NOT_BUILT_REASON)
+  return "this emmkit was built without libemm_python (" EMM_PYTHON_NOT_BUILT_REASON
+         "); install python3-dev and pybind11 and configure with -DEMMKIT_PYTHON=ON";
+#else
+  return "this emmkit was built without libemm_python; install python3-dev and pybind11 and "
+         "configure with -DEMMKIT_PYTHON=ON";
+#endif
+}
+
+std::string python_library_path() {
+  if (const char* given = std::getenv("EMM_PYTHON_LIBRARY"); given != nullptr && *given != '\0') {
+    return given;
+  }
+#ifdef EMM_PYTHON_LIBRARY_BUILD_PATH
+  for (const std::string& candidate :
+       {program_directory() + "/libemm_python.so", std::string(EMM_PYTHON_LIBRARY_BUILD_PATH),
+        std::string(EMM_PYTHON_LIBRARY_INSTALL_PATH)}) {
+    if (is_file(candidate)) return candidate;
+  }
+  return EMM_PYTHON_LIBRARY_BUILD_PATH;
+#else
+  return {};
+#endif
+}
 
 std::string_view to_string(Isolation isolation) noexcept {
   switch (isolation) {
@@ -54,7 +100,9 @@ std::string_view to_string(Isolation isolation) noexcept {
 }
 
 std::string certify_usage() {
+  const std::string python = python_unavailable_reason();
   return "usage: emm-certify --plugin PATH [--backend fake|gpu|all] [--only ID[,ID...]]\n"
+         "       emm-certify --python MODULE[:ATTR] [--capabilities NAME[,NAME...]] ...\n"
          "                   [--json FILE] [--junit FILE] [--markdown FILE] [--html FILE]\n"
          "                   [--logs DIR]\n"
          "                   [--timeout-s N] [--memory-limit SIZE|none] [--devices N]\n"
@@ -64,6 +112,15 @@ std::string certify_usage() {
          "  --plugin PATH       the plugin shared library (built with EMM_EXPORT_MEMORY_MANAGER);\n"
          "                      a PATH without a slash is a file in the current directory, never\n"
          "                      a name the dynamic loader searches for\n"
+         "  --python M[:A]      certify the Python EMM plugin class A of module M (A defaults to\n"
+         "                      _numba_memory_manager, as NUMBA_CUDA_MEMORY_MANAGER reads it)\n"
+         "                      through libemm_python, on the gpu backend (no GPU: exit 2)\n" +
+         (python.empty() ? std::string()
+                         : "                      NOT AVAILABLE: " + python + "\n") +
+         "  --capabilities C    with --python: the capabilities to certify (comma-separated, e.g.\n"
+         "                      ipc,memory_info,thread_safe; none for none) instead of the "
+         "class's\n"
+         "                      emmkit_capabilities attribute\n"
          "  --backend B         fake, gpu or all (default: all = fake, and gpu when present)\n"
          "  --only IDS          certify only these plugin clauses (comma-separated ids; each runs\n"
          "                      once): the verdict is then PARTIAL at best, never CERTIFIED\n"
@@ -140,6 +197,28 @@ CertifyOptions parse_certify_args(std::span<const std::string_view> args) {
       if (options.plugin_path.find('/') == std::string::npos) {
         options.plugin_path = "./" + options.plugin_path;
       }
+    } else if (arg == "--python") {
+      once();
+      options.python_target = value();
+    } else if (arg == "--capabilities") {
+      once();
+      const std::string text = value();
+      for (const std::string& name : split_commas(text)) {
+        const CapabilityField* field = find_capability(name);
+        if (name == "none" && text == "none") continue;
+        if (field == nullptr || field->name == "runs_on_fake_driver" ||
+            field->name == "host_only_derived") {
+          std::string known;
+          for (const CapabilityField& each : kCapabilityFields) {
+            if (each.name == "runs_on_fake_driver" || each.name == "host_only_derived") continue;
+            known += (known.empty() ? "" : ",") + std::string(each.name);
+          }
+          throw UsageError("--capabilities: '" + name +
+                           "' is not a capability a Python plugin can declare; use some of " +
+                           known + ", or none");
+        }
+      }
+      options.python_capabilities = text;
     } else if (arg == "--backend") {
       once();
       const std::string backend = value();
@@ -220,6 +299,18 @@ CertifyOptions parse_certify_args(std::span<const std::string_view> args) {
   }
   if (seen.contains("--isolation") && seen.contains("--in-process")) {
     throw UsageError("--isolation and --in-process exclude each other");
+  }
+  if (!options.python_target.empty() && !options.plugin_path.empty()) {
+    throw UsageError("--plugin and --python exclude each other: certify a library or a class");
+  }
+  if (options.python_capabilities && options.python_target.empty()) {
+    throw UsageError("--capabilities applies to --python only: a plugin library declares its own");
+  }
+  if (!options.python_target.empty() && !options.help && !options.list) {
+    if (const std::string why = python_unavailable_reason(); !why.empty()) {
+      throw UsageError("--python cannot be used: " + why);
+    }
+    options.plugin_path = python_library_path();
   }
   if (!options.help && !options.list && options.plugin_path.empty()) {
     throw UsageError("--plugin PATH is required");

@@ -1,6 +1,7 @@
 // emm/conformance/certify_cli.hpp — emm-certify's command line (spec §5).
 //
-//   emm-certify --plugin PATH [--backend fake|gpu|all] [--only ID[,ID...]]
+//   emm-certify --plugin PATH | --python MODULE[:ATTR] [--capabilities NAME[,NAME...]]
+//               [--backend fake|gpu|all] [--only ID[,ID...]]
 //               [--json FILE] [--junit FILE] [--markdown FILE] [--html FILE] [--logs DIR]
 //               [--timeout-s N] [--memory-limit SIZE|none] [--devices N]
 //               [--isolation backend|clause]
@@ -55,6 +56,11 @@ struct ReportPaths {
 
 struct CertifyOptions {
   std::string plugin_path;  // as given, with "./" prepended when it has no slash
+  // --python: the Python plugin class (MODULE[:ATTR]); plugin_path is then libemm_python, which
+  // reads the class and the --capabilities override from the environment
+  // (python/include/emm/python/plugin_entry.hpp).
+  std::string python_target;
+  std::optional<std::string> python_capabilities;
   std::vector<BackendKind> backends{kBackendKinds.begin(), kBackendKinds.end()};  // all
   std::vector<const Clause*> only;  // empty: every plugin clause; else each once, in order
   ReportPaths reports;
@@ -75,5 +81,11 @@ inline constexpr std::size_t kDefaultMemoryLimit = std::size_t{16} << 30;
 // Parses the arguments after the program name. Throws UsageError.
 CertifyOptions parse_certify_args(std::span<const std::string_view> args);
 std::string certify_usage();
+
+// libemm_python for --python: $EMM_PYTHON_LIBRARY, else next to the running program, else where
+// the build or the installation put it; "" when this kit was built without it.
+std::string python_library_path();
+// Why --python cannot work with this build ("" when libemm_python was built).
+std::string python_unavailable_reason();
 
 }  // namespace emm::conformance

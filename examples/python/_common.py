@@ -1,0 +1,29 @@
+"""What the example Python EMM plugins share: numba's classes, in either package layout, and the
+translation of a library's out-of-memory error into numba's (ALLOC-3: Numba treats only
+CudaAPIError(CUDA_ERROR_OUT_OF_MEMORY) as out of memory)."""
+from numba.cuda.cudadrv import driver as _driver
+from numba.cuda.cudadrv import enums as _enums
+
+BaseCUDAMemoryManager = _driver.BaseCUDAMemoryManager
+GetIpcHandleMixin = _driver.GetIpcHandleMixin
+HostOnlyCUDAMemoryManager = _driver.HostOnlyCUDAMemoryManager
+MemoryPointer = _driver.MemoryPointer
+MemoryInfo = _driver.MemoryInfo
+CudaAPIError = _driver.CudaAPIError
+
+CUDA_ERROR_OUT_OF_MEMORY = getattr(_enums, "CUDA_ERROR_OUT_OF_MEMORY", 2)
+
+
+def device_pointer(address):
+    """A pointer value numba-cuda reads: a cuda-bindings CUdeviceptr, else the int."""
+    binding = getattr(_driver, "binding", None)
+    if binding is not None and hasattr(binding, "CUdeviceptr"):
+        return binding.CUdeviceptr(int(address))
+    return int(address)
+
+
+def out_of_memory(call, cause):
+    """numba's out-of-memory error for `call`, chained to the library's own error."""
+    error = CudaAPIError(CUDA_ERROR_OUT_OF_MEMORY, "%s: %s" % (call, cause))
+    error.__cause__ = cause
+    return error

@@ -1,0 +1,73 @@
+"""An EMM plugin backed by PyTorch's CUDA caching allocator.
+
+    NUMBA_CUDA_MEMORY_MANAGER=torch_manager python3 my_numba_program.py
+    emm-certify --python torch_manager           # with examples/python on PYTHONPATH
+
+Device memory comes from torch.cuda.caching_allocator_alloc. It goes back with
+caching_allocator_delete when numba's last reference goes. The caching allocator keeps freed
+blocks, so the plugin declares pooling and not no_caching. reset() empties the cache
+(torch.cuda.empty_cache), and blocks released after a reset empty it again (LIFE-7). IPC handles
+carry the offset inside the allocator's segment (GetIpcHandleMixin). Memory info is the device's
+(torch.cuda.mem_get_info).
+"""
+import torch
+
+from _common import (GetIpcHandleMixin, HostOnlyCUDAMemoryManager, MemoryInfo, MemoryPointer,
+                     device_pointer, out_of_memory)
+
+
+class _ResetCount:
+    """Shared with the finalizers, which must not keep the plugin itself alive."""
+
+    def __init__(self):
+        self.generation = 0
+
+
+class TorchMemoryManager(GetIpcHandleMixin, HostOnlyCUDAMemoryManager):
+    emmkit_capabilities = ("ipc", "memory_info", "pooling", "thread_safe")
+    emmkit_defer_cleanup = ("holds the HostOnly guard (host frees deferred); device blocks go "
+                            "back to PyTorch's cache at once")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._resets = _ResetCount()
+
+    def _device(self):
+        return self.context.device.id if self.context is not None else 0
+
+    def initialize(self):
+        pass  # PyTorch sets its allocator up on first use
+
+    def memalloc(self, size):
+        device = self._device()
+        try:
+            address = torch.cuda.caching_allocator_alloc(size, device=device)
+        except torch.cuda.OutOfMemoryError as error:
+            raise out_of_memory("memalloc(%d)" % size, error) from error
+        resets, generation = self._resets, self._resets.generation
+
+        def finalize():
+            torch.cuda.caching_allocator_delete(address)
+            if resets.generation != generation:
+                torch.cuda.empty_cache()  # released after reset(): back to the driver
+
+        return MemoryPointer(self.context, device_pointer(address), size, finalizer=finalize)
+
+    def get_memory_info(self):
+        free, total = torch.cuda.mem_get_info(self._device())
+        return MemoryInfo(free=free, total=total)
+
+    def reset(self):
+        super().reset()
+        self._resets.generation += 1
+        torch.cuda.empty_cache()
+
+    def defer_cleanup(self):
+        return super().defer_cleanup()
+
+    @property
+    def interface_version(self):
+        return 1
+
+
+_numba_memory_manager = TorchMemoryManager

@@ -1,0 +1,67 @@
+// emm/python/python_plugin.hpp — a Python EMM plugin class, loaded and described.
+//
+// What emm-certify --python MODULE[:ATTR] certifies: a numba BaseCUDAMemoryManager subclass.
+// Loading follows Numba's set_memory_manager (REG-1): import MODULE, read ATTR (default
+// "_numba_memory_manager", the attribute NUMBA_CUDA_MEMORY_MANAGER reads), build one instance
+// with context=None and require interface_version == 1. Unlike Numba, which accepts any class
+// (duck typing), a class that is not a BaseCUDAMemoryManager subclass is refused: the adapter
+// presents it as one, and a certificate for something else would mislead.
+//
+//   PythonPlugin plugin = load_python_plugin("rmm.allocators.numba:RMMNumbaManager", {});
+//   plugin.declaration();   // name, capabilities, defer_cleanup text for the certificate
+//
+// Capabilities come from the class attribute `emmkit_capabilities` (an iterable of names from
+// kCapabilityFields, e.g. ("ipc", "memory_info")) unless an override is given (emm-certify
+// --capabilities); the plugin's name on the certificate says which. runs_on_fake_driver is
+// always false (the plugin calls the real driver through numba) and host_only_derived is false
+// (the HostOnly clauses read the C++ HostOnlyCUDAMemoryManager's queue, which a Python class
+// does not have; docs/python-plugins.md).
+//
+// Needs the GIL. Errors: PythonImportError (the import), PythonPluginError (everything else).
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "emm/errors.hpp"
+#include "emm/plugin_declaration.hpp"
+#include "emm/python/import_target.hpp"
+
+namespace emm::python {
+
+// The Python side is not a usable EMM plugin (not a BaseCUDAMemoryManager subclass, a wrong
+// interface_version, a value of the wrong type returned), or numba is missing. The message
+// says what was expected, what was found and what to do.
+class PythonPluginError : public emm::Error {
+ public:
+  using Error::Error;
+};
+
+inline constexpr std::string_view kDefaultPluginAttribute = "_numba_memory_manager";
+inline constexpr std::string_view kCapabilitiesAttribute = "emmkit_capabilities";
+inline constexpr std::string_view kDeferCleanupAttribute = "emmkit_defer_cleanup";
+
+struct PythonPlugin {
+  ImportTarget target;
+  pybind11::object cls;  // the class; kept for the life of the process
+  std::string name;      // "python module:Class (capabilities from ...)"
+  Capabilities capabilities;
+  std::string capabilities_source;  // "class attribute emmkit_capabilities", "--capabilities", ...
+  std::string defer_cleanup_behaviour;
+
+  // Points into this object's strings: valid while it lives.
+  PluginDeclaration declaration() const;
+};
+
+// Capability names, comma-separated ("ipc,memory_info"; "" or "none" declares none). Throws
+// PythonPluginError naming the unknown or undeclarable name.
+Capabilities parse_capability_list(std::string_view text);
+
+// Loads and checks the class. `capabilities_override` replaces what the class declares.
+PythonPlugin load_python_plugin(std::string_view target_text,
+                                const std::optional<std::string>& capabilities_override);
+
+}  // namespace emm::python
