@@ -65,25 +65,31 @@ std::string fresh_nonce() {
 
 // --- the child's side ---------------------------------------------------------------------------
 
-std::optional<PluginSubject> load_in_child(const std::string& path) {
+// The evaluator of an EMM plugin library.
+ClauseEvaluator plugin_evaluator(const std::string& path) {
   try {
-    return subject_from_library(load_plugin(path));
+    return [subject = subject_from_library(load_plugin(path))](const Clause& clause,
+                                                               BackendKind backend) {
+      try {
+        return evaluate(subject, clause, *make_backend(backend));
+      } catch (...) {
+        return backend_not_available(subject, clause, backend, describe_current_exception());
+      }
+    };
   } catch (const std::exception& error) {
     std::fprintf(stderr, "emm-certify child: could not load the plugin: %s\n", error.what());
-    return std::nullopt;
+    return {};
   }
+}
+
+ClauseEvaluator load_in_child(const SchedulerSettings& settings) {
+  return settings.load_subject ? settings.load_subject() : plugin_evaluator(settings.plugin_path);
 }
 
 // Runs `command` and sends the answer (after flushing what the clause printed, so that the
 // parent finds the clause's output in the pipe before the answer).
-void answer(const PluginSubject& subject, const Command& command) {
-  ClauseResult result;
-  try {
-    result = evaluate(subject, *command.clause, *make_backend(command.backend));
-  } catch (...) {
-    result = backend_not_available(subject, *command.clause, command.backend,
-                                   describe_current_exception());
-  }
+void answer(const ClauseEvaluator& evaluate_clause, const Command& command) {
+  const ClauseResult result = evaluate_clause(*command.clause, command.backend);
   std::cout.flush();
   std::cerr.flush();
   std::fflush(nullptr);
@@ -93,8 +99,8 @@ void answer(const PluginSubject& subject, const Command& command) {
   send_result_frame(payload);
 }
 
-int worker_main(const std::string& path) {
-  const std::optional<PluginSubject> subject = load_in_child(path);
+int worker_main(const SchedulerSettings& settings) {
+  const ClauseEvaluator subject = load_in_child(settings);
   if (!subject) return kExitCannotLoad;
   while (const std::optional<std::string> frame = read_command_frame()) {
     const std::optional<Command> command = decode_command(*frame);
@@ -102,7 +108,7 @@ int worker_main(const std::string& path) {
       std::fprintf(stderr, "emm-certify worker: a command it cannot read\n");
       return kExitCannotLoad;
     }
-    answer(*subject, *command);
+    answer(subject, *command);
   }
   return 0;
 }
@@ -227,7 +233,7 @@ void run_with_workers(const std::vector<ClauseJob>& jobs, const SchedulerSetting
     const ClauseJob& job = jobs[index];
     if (!worker) {
       try {
-        worker.emplace(ChildProcess::fork([&settings] { return worker_main(settings.plugin_path); },
+        worker.emplace(ChildProcess::fork([&settings] { return worker_main(settings); },
                                           child_options(settings, true)));
       } catch (const std::exception& error) {
         results[index] =
@@ -332,9 +338,9 @@ void run_one_per_clause(const std::vector<ClauseJob>& jobs, const SchedulerSetti
       try {
         ChildProcess child = ChildProcess::fork(
             [&settings, job, nonce] {
-              const std::optional<PluginSubject> subject = load_in_child(settings.plugin_path);
+              const ClauseEvaluator subject = load_in_child(settings);
               if (!subject) return kExitCannotLoad;
-              answer(*subject, Command{nonce, job.clause, job.backend});
+              answer(subject, Command{nonce, job.clause, job.backend});
               return 0;
             },
             child_options(settings, false));
@@ -373,24 +379,14 @@ void run_one_per_clause(const std::vector<ClauseJob>& jobs, const SchedulerSetti
 void run_in_this_process(const std::vector<ClauseJob>& jobs, const SchedulerSettings& settings,
                          std::vector<ClauseResult>& results,
                          const std::function<void(const ClauseResult&)>& on_result) {
-  std::optional<PluginSubject> subject;
-  std::string why;
-  try {
-    subject = subject_from_library(load_plugin(settings.plugin_path));
-  } catch (const std::exception& error) {
-    why = error.what();
-  }
+  const ClauseEvaluator subject = load_in_child(settings);
   for (std::size_t index = 0; index < jobs.size(); ++index) {
     const ClauseJob& job = jobs[index];
     if (!subject) {
-      results[index] = failure(job, Outcome::crash, "could not load the plugin: " + why, "", 0.0);
+      results[index] = failure(job, Outcome::crash,
+                               "could not load the subject (the reason is printed above)", "", 0.0);
     } else {
-      try {
-        results[index] = evaluate(*subject, *job.clause, *make_backend(job.backend));
-      } catch (...) {
-        results[index] =
-            backend_not_available(*subject, *job.clause, job.backend, describe_current_exception());
-      }
+      results[index] = subject(*job.clause, job.backend);
       results[index].level = job.level;
     }
     if (on_result) on_result(results[index]);

@@ -1,6 +1,7 @@
 // emm/conformance/certify_cli.hpp — emm-certify's command line (spec §5).
 //
-//   emm-certify --plugin PATH [--backend fake|gpu|all] [--only ID[,ID...]]
+//   emm-certify --plugin PATH | --nep49 MODULE:ATTR | --nep49-library PATH[:SYMBOL]
+//               [--backend fake|gpu|all] [--only ID[,ID...]]
 //               [--json FILE] [--junit FILE] [--markdown FILE] [--html FILE] [--logs DIR]
 //               [--timeout-s N] [--memory-limit SIZE|none] [--isolation backend|clause]
 //               [--in-process] [--list] [--help]
@@ -24,6 +25,7 @@
 
 #include "emm/conformance/backend_kind.hpp"
 #include "emm/conformance/catalogue.hpp"
+#include "emm/conformance/nep49_subject.hpp"
 
 namespace emm::conformance {
 
@@ -54,8 +56,11 @@ struct ReportPaths {
 
 struct CertifyOptions {
   std::string plugin_path;  // as given, with "./" prepended when it has no slash
+  // A NumPy data-memory handler to certify against the nep49 clauses instead of a plugin.
+  std::optional<Nep49SubjectSpec> nep49;
   std::vector<BackendKind> backends{kBackendKinds.begin(), kBackendKinds.end()};  // all
-  std::vector<const Clause*> only;  // empty: every plugin clause; else each once, in order
+  // empty: every clause of the subject's kind (plugin or nep49); else each once, in order
+  std::vector<const Clause*> only;
   ReportPaths reports;
   int timeout_s = 60;
   // Data-segment limit of each child (bytes); nullopt: the default (kDefaultMemoryLimit, or

@@ -44,8 +44,15 @@ struct ClauseJob {
   Level level = Level::must;  // the clause's level for this plugin
 };
 
+// Evaluates one clause on one backend, in the child that loaded the subject.
+using ClauseEvaluator = std::function<ClauseResult(const Clause&, BackendKind)>;
+
 struct SchedulerSettings {
   std::string plugin_path;
+  // Loads the subject in a child (or, in_process, here) and returns its evaluator; an empty one
+  // when it cannot, after printing why. Unset: the EMM plugin library at plugin_path. Another
+  // kind of subject (a NEP 49 handler) sets it.
+  std::function<ClauseEvaluator()> load_subject;
   Isolation isolation = Isolation::backend;
   std::chrono::milliseconds timeout{60000};
   std::size_t memory_limit_bytes = 0;  // per child; 0: none
