@@ -12,7 +12,7 @@ set(EMM_NEP49_PYTHON "${_emm_default_python}" CACHE STRING
 set(EMM_NEP49_NUMPY_FOUND FALSE)
 execute_process(
   COMMAND "${EMM_NEP49_PYTHON}" -c
-    "import sysconfig, numpy, os; v = sysconfig.get_config_var; print(sysconfig.get_paths()['include']); print(numpy.get_include()); print(os.path.join(v('LIBDIR'), v('LDLIBRARY'))); print(numpy.__version__)"
+    "import sysconfig, numpy, os; v = sysconfig.get_config_var; print(sysconfig.get_paths()['include']); print(numpy.get_include()); print(os.path.join(v('LIBDIR'), v('LDLIBRARY'))); print(numpy.__version__); import sys; print(sys.executable)"
   OUTPUT_VARIABLE _emm_py_out ERROR_VARIABLE _emm_py_err RESULT_VARIABLE _emm_py_rc
   OUTPUT_STRIP_TRAILING_WHITESPACE)
 if(_emm_py_rc EQUAL 0)
@@ -21,6 +21,7 @@ if(_emm_py_rc EQUAL 0)
   list(GET _emm_py_lines 1 EMM_NEP49_NUMPY_INCLUDE)
   list(GET _emm_py_lines 2 EMM_NEP49_PYTHON_LIBRARY)
   list(GET _emm_py_lines 3 EMM_NEP49_NUMPY_VERSION)
+  list(GET _emm_py_lines 4 EMM_NEP49_PYTHON_EXECUTABLE)
   if(EXISTS "${EMM_NEP49_PYTHON_INCLUDE}/Python.h" AND EXISTS "${EMM_NEP49_PYTHON_LIBRARY}"
      AND EXISTS "${EMM_NEP49_NUMPY_INCLUDE}/numpy/arrayobject.h"
      AND EMM_NEP49_NUMPY_VERSION VERSION_GREATER_EQUAL 1.22)
@@ -33,3 +34,8 @@ if(NOT EMM_NEP49_NUMPY_FOUND)
                  "CPython's headers and shared library: install python3-numpy and python3-dev, "
                  "or set EMM_NEP49_PYTHON); the NEP49 clauses that need NumPy report not_supported")
 endif()
+# For the suites' directories too (the NEP 49 zoo's extension modules).
+foreach(_emm_var EMM_NEP49_NUMPY_FOUND EMM_NEP49_PYTHON_INCLUDE EMM_NEP49_NUMPY_INCLUDE
+                 EMM_NEP49_PYTHON_LIBRARY EMM_NEP49_NUMPY_VERSION EMM_NEP49_PYTHON_EXECUTABLE)
+  set(${_emm_var} "${${_emm_var}}" CACHE INTERNAL "")
+endforeach()

@@ -72,7 +72,7 @@ const BridgeApi* load_bridge(std::string& why_not) {
       }
       if (std::string why = candidate->start(); !why.empty()) {
         problem = "NumPy could not be started: " + why;
-        return nullptr;
+        break;
       }
       api = candidate;
       break;

@@ -122,7 +122,11 @@ std::string start() {
   PyConfig config;
   PyConfig_InitPythonConfig(&config);
   config.install_signal_handlers = 0;  // the certifier's children keep their own signal handling
-  const PyStatus status = Py_InitializeFromConfig(&config);
+  // The interpreter this bridge was built for, so that CPython finds its own library and
+  // site-packages (NumPy) rather than whichever python3 comes first on PATH.
+  PyStatus status =
+      PyConfig_SetBytesString(&config, &config.program_name, EMM_NEP49_PYTHON_EXECUTABLE);
+  if (!PyStatus_Exception(status)) status = Py_InitializeFromConfig(&config);
   PyConfig_Clear(&config);
   if (PyStatus_Exception(status)) {
     return std::string("Python could not start: ") + (status.err_msg ? status.err_msg : "?");
