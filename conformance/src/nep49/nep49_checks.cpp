@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -167,6 +168,11 @@ EMM_NEP49_CHECK(NEP49_5) {
     }
   }
   if (const std::string shared = overlap(blocks); !shared.empty()) run.fail(shared);
+  // Evidence for handlers that allocate through EMM (examples/nep49_pinned): the driver's
+  // page-locked blocks while these five are live.
+  if (const std::optional<std::size_t> pinned = run.backend().host_allocation_count()) {
+    run.record("driver page-locked blocks while 5 blocks are live", std::to_string(*pinned));
+  }
   for (const Block& b : blocks) run.free(b.p, b.n);
 }
 
