@@ -13,6 +13,7 @@ set -euo pipefail
 packages=(cmake ninja-build g++ libgtest-dev libgmock-dev libbenchmark-dev libboost-test-dev
           clang-format python3 clang libclang-rt-14-dev
           python3-jsonschema  # the JSON reports are validated against docs/report.schema.json
+          python3-numpy python3-dev  # NEP 49: the NumPy bridge and examples/nep49_pinned
           chromium)           # the HTML certificate's rendering test
 
 is_installed() {

@@ -12,9 +12,13 @@ namespace {
 struct Binding {
   std::mutex mutex;
   std::unique_ptr<Runtime> bound;
+  Runtime* external = nullptr;
   std::vector<std::unique_ptr<Runtime>> retired;
 
-  Runtime& runtime() { return bound ? *bound : Runtime::default_runtime(); }
+  Runtime& runtime() {
+    if (external != nullptr) return *external;
+    return bound ? *bound : Runtime::default_runtime();
+  }
 };
 
 Binding& binding() {
@@ -49,7 +53,15 @@ void PinnedHandler::bind_driver(const std::shared_ptr<Driver>* driver) {
   Binding& b = binding();
   std::lock_guard lock(b.mutex);
   if (b.bound) b.retired.push_back(std::move(b.bound));
+  b.external = nullptr;
   if (driver != nullptr && *driver) b.bound = std::make_unique<Runtime>(*driver);
+}
+
+void PinnedHandler::use_runtime(Runtime* runtime) {
+  Binding& b = binding();
+  std::lock_guard lock(b.mutex);
+  if (b.bound) b.retired.push_back(std::move(b.bound));
+  b.external = runtime;
 }
 
 std::size_t PinnedHandler::live_blocks() const {

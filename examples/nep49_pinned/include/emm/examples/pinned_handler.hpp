@@ -45,6 +45,9 @@ class PinnedHandler {
   emm::nep49::Handler* handler() noexcept { return &handler_; }
   // The runtime the next blocks come from: `driver`'s own, or (null) the process's default.
   static void bind_driver(const std::shared_ptr<Driver>* driver);
+  // Blocks come from `runtime` (not owned: it must outlive them) until the next bind; for
+  // benchmarks and tests that build their own Runtime with a chosen manager. Null unbinds.
+  static void use_runtime(Runtime* runtime);
 
   // Blocks handed out and not yet freed.
   std::size_t live_blocks() const;
