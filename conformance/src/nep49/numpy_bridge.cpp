@@ -43,6 +43,7 @@ std::string python_error() {
   if (value != nullptr) {
     if (PyObject* s = PyObject_Str(value)) {
       if (const char* utf8 = PyUnicode_AsUTF8(s)) text += std::string(": ") + utf8;
+      PyErr_Clear();
       Py_DECREF(s);
     }
   }
@@ -153,13 +154,10 @@ std::string start() {
           "'NumPy ' + __import__('numpy').__version__ + ', Python ' + "
           "__import__('platform').python_version()",
           Py_eval_input, PyModule_GetDict(module), PyModule_GetDict(module));
-      if (versions != nullptr) {
-        g_versions = PyUnicode_AsUTF8(versions);
-        Py_DECREF(versions);
-      } else {
-        g_versions = "NumPy (version unknown)";
-        PyErr_Clear();
-      }
+      const char* text = versions != nullptr ? PyUnicode_AsUTF8(versions) : nullptr;
+      g_versions = text != nullptr ? text : "NumPy (version unknown)";
+      PyErr_Clear();
+      Py_XDECREF(versions);
     }
   }
   // The handler's own clauses call it from threads that do not hold the GIL (NEP49-13).
@@ -235,7 +233,8 @@ std::string run(const std::string& id, std::vector<std::string>* notes) {
   if (!PyArg_ParseTuple(result, "UO", &text, &remarks)) {
     failure = "the scenario answered " + python_error();
   } else {
-    failure = PyUnicode_AsUTF8(text);
+    const char* utf8 = PyUnicode_AsUTF8(text);
+    failure = utf8 != nullptr ? utf8 : "the scenario's message is not UTF-8";
     for (Py_ssize_t i = 0; PyList_Check(remarks) && i < PyList_Size(remarks); ++i) {
       if (const char* note = PyUnicode_AsUTF8(PyList_GetItem(remarks, i))) notes->push_back(note);
     }

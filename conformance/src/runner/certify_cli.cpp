@@ -218,7 +218,9 @@ CertifyOptions parse_certify_args(std::span<const std::string_view> args) {
                      " exclude each other: certify one subject per run");
   }
   if (!options.help && !options.list && options.plugin_path.empty() && !options.nep49) {
-    throw UsageError("--plugin PATH (or --nep49 MODULE:ATTR, --nep49-library PATH) is required");
+    throw UsageError(
+        "--plugin PATH is required (or, for a NumPy handler, --nep49 MODULE:ATTR or "
+        "--nep49-library PATH)");
   }
   for (const std::string& id : only_ids) {
     const Clause* clause = catalogue().find(id);

@@ -14,7 +14,8 @@ Certificate make_certificate(CertificationReport report) {
     if (b.ran) ran.push_back(b.kind);
   }
   // A certification covers the clauses of one kind of subject: a plugin's or a NEP 49 handler's.
-  const bool nep49 = !report.results.empty() && report.results.front().clause->nep49;
+  const bool nep49 = !report.results.empty() && report.results.front().clause != nullptr &&
+                     report.results.front().clause->nep49;
   const std::size_t in_catalogue =
       nep49 ? catalogue().nep49_clauses().size() : catalogue().plugin_clauses().size();
   Verdict verdict =
