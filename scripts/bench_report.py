@@ -314,6 +314,41 @@ def threads_section(results, backend):
                  rows)
 
 
+def nep49_section(results):
+    """Pinned (examples/nep49_pinned) against pageable NumPy array memory, per backend."""
+    sizes = (1 << 20, 64 << 20, 1 << 30)
+    out = []
+    for backend in ("gpu", "fake"):
+        rows = []
+        for size in sizes:
+            page = value(results.get("Nep49HtoD", "pageable", backend, str(size)),
+                         "bytes_per_second")
+            pin = value(results.get("Nep49HtoD", "pinned", backend, str(size)), "bytes_per_second")
+            if page is None and pin is None:
+                continue
+            rows.append([fmt_bytes(size),
+                         "%.2f" % (page / 1e9) if page else "-",
+                         "%.2f" % (pin / 1e9) if pin else "-",
+                         fmt_ratio(pin / page) if page and pin else "-"])
+        if rows:
+            out.append("Host-to-device copy (cuMemcpyHtoD) on the %s backend, GB/s:\n" % backend)
+            out.append(table(["array", "pageable (NumPy default)", "pinned handler",
+                              "pinned / pageable"], rows) + "\n")
+        rows = []
+        for size in sizes:
+            cells = [value(results.get("Nep49Alloc", "libc", "host", str(size)))]
+            cells += [value(results.get("Nep49Alloc", handler, backend, str(size)))
+                      for handler in ("pinned_reference", "pinned_pool")]
+            if all(c is None for c in cells[1:]):
+                continue
+            rows.append([fmt_bytes(size)] + [fmt_ns(c) if c is not None else "-" for c in cells])
+        if rows:
+            out.append("malloc + free through the handler on the %s backend:\n" % backend)
+            out.append(table(["bytes", "libc (NumPy 1.x default)", "pinned, reference manager",
+                              "pinned, pool plugin"], rows) + "\n")
+    return "\n".join(out)
+
+
 def initialize_section(results):
     rows = []
     for plugin in PLUGINS:
@@ -987,6 +1022,17 @@ def build_document(results, meta, plot_name, plot_tool):
 
     out.append("## Certification wall time\n")
     out.append(certify_section(results) + "\n")
+
+    nep49 = nep49_section(results)
+    if nep49:
+        out.append("## NumPy arrays in page-locked memory (NEP 49)\n")
+        out.append("`emm_bench_nep49`: arrays from `examples/nep49_pinned` (an EMM plugin's "
+                   "memhostalloc) against pageable ones (malloc, where NumPy's default handler "
+                   "puts them). On the fake backend a copy is a memcpy: only the GPU's figures "
+                   "say what pinning buys. The copy that overlaps a kernel "
+                   "(cuMemcpyHtoDAsync) is not measured: emm::Driver has no asynchronous copy "
+                   "or kernel launch yet.\n")
+        out.append(nep49 + "\n")
 
     if plot_name:
         out.append("## ns per operation against allocation count\n")

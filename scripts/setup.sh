@@ -14,7 +14,8 @@ packages=(cmake ninja-build g++ libgtest-dev libgmock-dev libbenchmark-dev libbo
           clang-format python3 clang libclang-rt-14-dev
           python3-jsonschema  # the JSON reports are validated against docs/report.schema.json
           chromium            # the HTML certificate's rendering test
-          python3-dev pybind11-dev python3-numba python3-pytest)  # libemm_python and its tests
+          python3-dev pybind11-dev python3-numba python3-pytest  # libemm_python and its tests
+          python3-numpy)      # NEP 49: the NumPy bridge and examples/nep49_pinned
 
 is_installed() {
   dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed'

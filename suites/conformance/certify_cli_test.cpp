@@ -40,13 +40,57 @@ TEST(CertifyCli, ReadsEveryOption) {
             (std::vector<BackendKind>{BackendKind::fake, BackendKind::gpu}));
 }
 
+TEST(CertifyCli, Nep49SubjectsReplaceThePluginAndTheirClauses) {
+  const CertifyOptions module = parse({"--nep49", "numpy:PyDataMem_DefaultHandler"});
+  ASSERT_TRUE(module.nep49.has_value());
+  EXPECT_EQ(module.nep49->kind, Nep49SubjectSpec::Kind::module);
+  EXPECT_EQ(module.nep49->location, "numpy");
+  EXPECT_EQ(module.nep49->symbol, "PyDataMem_DefaultHandler");
+  EXPECT_TRUE(module.plugin_path.empty());
+
+  const CertifyOptions library = parse({"--nep49-library", "libh.so", "--only", "NEP49-6"});
+  ASSERT_TRUE(library.nep49.has_value());
+  EXPECT_EQ(library.nep49->kind, Nep49SubjectSpec::Kind::library);
+  EXPECT_EQ(library.nep49->location, "./libh.so") << "a path without a slash is a file here";
+  EXPECT_EQ(library.nep49->symbol, "emm_nep49_handler");
+  EXPECT_EQ(library.only, std::vector<const Clause*>{catalogue().find("NEP49-6")});
+  const CertifyOptions named = parse({"--nep49-library", "/x/lib:h.so:my_handler"});
+  EXPECT_EQ(named.nep49->location, "/x/lib:h.so");
+  EXPECT_EQ(named.nep49->symbol, "my_handler");
+  EXPECT_EQ(parse({"--nep49-library", "/x:y/libh.so"}).nep49->symbol, "emm_nep49_handler")
+      << "a colon before the last slash is part of the path";
+}
+
+TEST(CertifyCli, Nep49UsageErrorsSayWhatIsWrong) {
+  EMM_EXPECT_THROW(UsageError, parse({"--nep49", "numpy"}),
+                   "--nep49 needs MODULE:ATTR, e.g. emm_nep49_pinned:handler or "
+                   "numpy:PyDataMem_DefaultHandler (got 'numpy')");
+  EMM_EXPECT_THROW(UsageError, parse({"--nep49-library", "lib.so:"}),
+                   "--nep49-library lib.so:: no symbol after ':' (PATH or PATH:SYMBOL)");
+  EMM_EXPECT_THROW(UsageError, parse({"--plugin", "p.so", "--nep49", "m:a"}),
+                   "--plugin and --nep49 exclude each other: certify one subject per run");
+  EMM_EXPECT_THROW(UsageError, parse({"--nep49", "m:a", "--nep49-library", "l.so"}),
+                   "--nep49 and --nep49-library name one handler: give one");
+  EMM_EXPECT_THROW(UsageError, parse({"--nep49", "m:a", "--only", "LIFE-2"}),
+                   "--only: LIFE-2 is not a NEP49 clause; a --nep49 run certifies the NEP49-* "
+                   "clauses");
+  EMM_EXPECT_THROW(UsageError, parse({"--plugin", "p.so", "--only", "NEP49-1"}),
+                   "--only: NEP49-1 is a NEP 49 handler clause: certify a handler with --nep49 "
+                   "or --nep49-library");
+  EMM_EXPECT_THROW(UsageError, parse({"--nep49-library", "./h.so", "--json", "h.so"}),
+                   "--json h.so is the plugin library itself: writing the report would overwrite "
+                   "it");
+}
+
 TEST(CertifyCli, ListAndHelpNeedNoPlugin) {
   EXPECT_TRUE(parse({"--list"}).list);
   EXPECT_TRUE(parse({"--help"}).help);
 }
 
 TEST(CertifyCli, UsageErrorsSayWhatIsWrong) {
-  EMM_EXPECT_THROW(UsageError, parse({}), "--plugin PATH is required");
+  EMM_EXPECT_THROW(UsageError, parse({}),
+                   "--plugin PATH is required (or, for a NumPy handler, --nep49 MODULE:ATTR or "
+                   "--nep49-library PATH)");
   EMM_EXPECT_THROW(UsageError, parse({"--plugin"}), "--plugin needs a value");
   EMM_EXPECT_THROW(UsageError, parse({"--plugin", "a.so", "--plugin", "b.so"}),
                    "--plugin is given more than once");
@@ -71,9 +115,9 @@ TEST(CertifyCli, UsageErrorsSayWhatIsWrong) {
 
 TEST(CertifyCli, UsageTextListsEveryOptionAndTheExitCodes) {
   const std::string usage = certify_usage();
-  for (const char* option :
-       {"--plugin", "--backend", "--only", "--json", "--junit", "--markdown", "--html", "--list",
-        "--timeout-s", "--memory-limit", "--isolation", "--in-process"}) {
+  for (const char* option : {"--plugin", "--backend", "--only", "--json", "--junit", "--markdown",
+                             "--html", "--list", "--timeout-s", "--memory-limit", "--isolation",
+                             "--in-process", "--nep49", "--nep49-library"}) {
     EXPECT_NE(usage.find(option), std::string::npos) << option;
   }
   for (const char* status :

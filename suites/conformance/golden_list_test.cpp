@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <emm/conformance/catalogue.hpp>
 #include <emm/conformance/check_registry.hpp>
+#include <emm/conformance/nep49_registry.hpp>
 #include <emm/conformance/testing/expect_throw.hpp>
 #include <set>
 #include <string>
@@ -32,7 +33,8 @@ TEST(Catalogue, IsTheEmbeddedTsvWithEveryGroupOfTheSpecification) {
   std::set<std::string> groups;
   for (const Clause& clause : catalogue().clauses()) groups.emplace(clause.group());
   EXPECT_EQ(groups, (std::set<std::string>{"REG", "LIFE", "ALLOC", "FIN", "DEFER", "DEALLOC",
-                                           "INFO", "IPC", "MANAGED", "DEV", "CTX", "PERF"}));
+                                           "INFO", "IPC", "MANAGED", "DEV", "CTX", "PERF",
+                                           "NEP49"}));
 }
 
 TEST(Catalogue, LevelsTargetsAndOptionalCapabilitiesFollowTheSpecification) {
@@ -86,6 +88,23 @@ TEST(GoldenList, EveryPluginClauseHasACheckAndNoHostClauseHasOne) {
   EXPECT_EQ(next, kPluginClauseCount);
 }
 
+TEST(GoldenList, EveryNep49ClauseHasABodyAndIsNeitherAPluginNorAHostClause) {
+  std::size_t count = 0;
+  for (const Clause& clause : catalogue().clauses()) {
+    EXPECT_EQ(nep49_check_for(clause) != nullptr, clause.nep49) << clause.id;
+    EXPECT_EQ(clause.group() == "NEP49", clause.nep49) << clause.id;
+    if (!clause.nep49) continue;
+    ++count;
+    EXPECT_FALSE(clause.plugin || clause.host) << clause.id;
+    EXPECT_EQ(clause.target(), "nep49") << clause.id;
+    EXPECT_EQ(check_for(clause), nullptr) << clause.id << " must not be certified on plugins";
+  }
+  EXPECT_EQ(count, kNep49ClauseCount);
+  EXPECT_EQ(catalogue().nep49_clauses().size(), kNep49ClauseCount);
+  EXPECT_EQ(catalogue().find("NEP49-7")->level, Level::should)
+      << "NumPy only calls calloc(nbytes, 1) after checking nbytes: the overflow check is advice";
+}
+
 TEST(GoldenList, TheTypedSuiteHasOneTestPerPluginClauseNamedFromTheCatalogue) {
   std::set<std::string> expected;
   for (const Clause* clause : catalogue().plugin_clauses())
@@ -118,6 +137,16 @@ TEST(CatalogueParse, RejectsMalformedInputNamingTheLine) {
                    Catalogue::parse(header + "X-1\tMUST\tplugin\t-\t-\tName\tTitle\tSource\n"
                                              "X-1\tMUST\tplugin\t-\t-\tName\tTitle\tSource\n"),
                    "conformance catalogue line 4: duplicate clause id X-1");
+  EMM_EXPECT_THROW(Error,
+                   Catalogue::parse(header + "X-1\tMUST\tnep49\t-\t-\tName\tTitle\tSource\n"),
+                   "conformance catalogue line 3: a nep49 clause has an id NEP49-<n> and no "
+                   "optional capability (X-1)");
+  EMM_EXPECT_THROW(Error,
+                   Catalogue::parse(header + "9X-1\tMUST\tplugin\t-\t-\tName\tTitle\tSource\n"),
+                   "conformance catalogue line 3: bad clause id '9X-1'");
+  const Catalogue two = Catalogue::parse(header + "NEP49-1\tMUST\tnep49\t-\t-\tName\tT\tS\n");
+  EXPECT_EQ(two.nep49_clauses().size(), 1u);
+  EXPECT_TRUE(two.plugin_clauses().empty());
   EMM_EXPECT_THROW(
       Error,
       Catalogue::parse(header + "X-1\tMUST\tplugin\t-\t-\tname with spaces\tTitle\tSource\n"),

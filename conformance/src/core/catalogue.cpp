@@ -43,11 +43,13 @@ bool valid_test_name(std::string_view name) {
   });
 }
 
+// "LIFE-2", "NEP49-3": a group of capitals (digits after the first letter) and a number.
 bool valid_id(std::string_view id) {
   const std::size_t dash = id.find('-');
   if (dash == std::string_view::npos || dash == 0 || dash + 1 == id.size()) return false;
-  for (std::size_t i = 0; i < dash; ++i) {
-    if (id[i] < 'A' || id[i] > 'Z') return false;
+  if (id[0] < 'A' || id[0] > 'Z') return false;
+  for (std::size_t i = 1; i < dash; ++i) {
+    if ((id[i] < 'A' || id[i] > 'Z') && (id[i] < '0' || id[i] > '9')) return false;
   }
   for (std::size_t i = dash + 1; i < id.size(); ++i) {
     if (id[i] < '0' || id[i] > '9') return false;
@@ -77,6 +79,7 @@ std::optional<Level> parse_level(std::string_view text) noexcept {
 }
 
 std::string_view Clause::target() const noexcept {
+  if (nep49) return "nep49";
   if (host && plugin) return "host+plugin";
   return host ? "host" : "plugin";
 }
@@ -146,6 +149,8 @@ Catalogue Catalogue::parse(std::string_view tsv) {
       clause.plugin = true;
     } else if (f[2] == "host+plugin") {
       clause.host = clause.plugin = true;
+    } else if (f[2] == "nep49") {
+      clause.nep49 = true;
     } else {
       malformed(line_number, "bad target '" + std::string(f[2]) + "'");
     }
@@ -165,6 +170,10 @@ Catalogue Catalogue::parse(std::string_view tsv) {
     clause.test_name = std::string(f[5]);
     clause.title = std::string(f[6]);
     clause.source = std::string(f[7]);
+    if (clause.nep49 && (clause.group() != "NEP49" || clause.optional != nullptr)) {
+      malformed(line_number, "a nep49 clause has an id NEP49-<n> and no optional capability (" +
+                                 clause.id + ")");
+    }
     if (clause.test_name.empty() || clause.title.empty() || clause.source.empty()) {
       malformed(line_number, "empty test_name, title or source for " + clause.id);
     }
@@ -192,6 +201,14 @@ std::vector<const Clause*> Catalogue::plugin_clauses() const {
   std::vector<const Clause*> result;
   for (const Clause& clause : clauses_) {
     if (clause.plugin) result.push_back(&clause);
+  }
+  return result;
+}
+
+std::vector<const Clause*> Catalogue::nep49_clauses() const {
+  std::vector<const Clause*> result;
+  for (const Clause& clause : clauses_) {
+    if (clause.nep49) result.push_back(&clause);
   }
   return result;
 }

@@ -17,6 +17,7 @@
 #include "emm/conformance/certify_cli.hpp"
 #include "emm/conformance/child_process.hpp"
 #include "emm/conformance/clause_scheduler.hpp"
+#include "emm/conformance/nep49_certify.hpp"
 #include "emm/conformance/plugin_probe.hpp"
 #include "emm/conformance/report_index.hpp"
 #include "emm/conformance/report_paths.hpp"
@@ -264,22 +265,30 @@ int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
 
   const std::chrono::milliseconds timeout = std::chrono::seconds(options.timeout_s);
   const ProbeSettings probe_settings{timeout, memory_limit(options)};
-  const std::vector<const Clause*> clauses =
-      options.only.empty() ? catalogue().plugin_clauses() : options.only;
+  // The subject: an EMM plugin library, or a NumPy data-memory handler (NEP 49).
+  const bool nep49 = options.nep49.has_value();
+  const std::string subject_text = nep49 ? options.nep49->text() : options.plugin_path;
+  const std::string_view subject_kind = nep49 ? "handler" : "plugin";
+  const std::vector<const Clause*> clauses = !options.only.empty() ? options.only
+                                             : nep49               ? catalogue().nep49_clauses()
+                                                                   : catalogue().plugin_clauses();
 
   out << "emm-certify " << kKitVersion << " (catalogue " << catalogue().version()
-      << "): certifying "
-      << visible_text(options.python_target.empty() ? options.plugin_path
+      << "): certifying " << (nep49 ? "the NEP 49 handler " : "")
+      << visible_text(options.python_target.empty() ? subject_text
                                                     : "the Python class " + options.python_target +
                                                           " through " + options.plugin_path)
       << " (isolation " << to_string(options.isolation) << ")\n";
   out.flush();
-  // Even for --in-process the library is loaded in a child first: a load that ends the process
+  // Even for --in-process the subject is loaded in a child first: a load that ends the process
   // (exit() in a static initialiser, a sanitizer runtime that cannot start) is then "could not
   // load", exit status 2, never a status of the plugin's choosing.
-  ProbeResult probe = probe_plugin(options.plugin_path, probe_settings);
-  if (probe.loaded && options.isolation == Isolation::in_process) {
-    probe = probe_plugin_in_process(options.plugin_path);
+  const bool in_process = options.isolation == Isolation::in_process;
+  ProbeResult probe = nep49 ? probe_nep49(*options.nep49, probe_settings)
+                            : probe_plugin(options.plugin_path, probe_settings);
+  if (probe.loaded && in_process) {
+    probe = nep49 ? probe_nep49_in_process(*options.nep49)
+                  : probe_plugin_in_process(options.plugin_path);
   }
 
   const bool report_loaded = probe.loaded;
@@ -287,24 +296,29 @@ int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   report.kit_version = kKitVersion;
   report.catalogue_version = catalogue().version();
   if (!probe.loaded) {
-    err << "emm-certify: could not load the plugin " << visible_text(options.plugin_path) << ": "
-        << report_format::console_text(probe.failure) << "\n";
+    err << "emm-certify: could not load the " << subject_kind << " " << visible_text(subject_text)
+        << ": " << report_format::console_text(probe.failure) << "\n";
     report.plugin_loaded = false;
     report.load_failure = probe.failure;
-    report.plugin.description.path = options.plugin_path;
+    report.plugin.description.path = subject_text;
     for (const BackendKind backend : options.backends) {
-      report.backends.push_back({backend, false, "", "the plugin could not be loaded"});
+      report.backends.push_back(
+          {backend, false, "", "the " + std::string(subject_kind) + " could not be loaded"});
     }
     report.results = not_run(clauses, options.backends, probe.failure);
   } else {
     const Capabilities& capabilities = probe.description.capabilities;
     report.plugin = PluginInfo{probe.description, probe.interface_version};
-    out << "plugin '" << report_format::console_text(probe.description.name) << "', declares:";
-    for (const CapabilityField& field : kCapabilityFields) {
-      if (declared(capabilities, field)) out << " " << field.name;
+    if (nep49) {
+      out << "handler '" << report_format::console_text(probe.description.name) << "'\n";
+    } else {
+      out << "plugin '" << report_format::console_text(probe.description.name) << "', declares:";
+      for (const CapabilityField& field : kCapabilityFields) {
+        if (declared(capabilities, field)) out << " " << field.name;
+      }
+      out << "\n";
     }
-    out << "\n";
-    if (!probe.interface_version) {
+    if (!nep49 && !probe.interface_version) {
       err << "emm-certify: warning: could not read interface_version() from a null-context "
              "instance ("
           << report_format::console_text(probe.interface_problem) << "; REG-1/REG-2 report why)\n";
@@ -328,9 +342,9 @@ int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
     }
     out.flush();
     std::size_t done = 0;
-    const SchedulerSettings settings{
-        options.plugin_path,     options.isolation, timeout, memory_limit(options), 2,
-        options.backend_settings};
+    SchedulerSettings settings{options.plugin_path,   {}, options.isolation,       timeout,
+                               memory_limit(options), 2,  options.backend_settings};
+    if (nep49) settings.load_subject = nep49_subject_loader(*options.nep49);
     report.results = run_clause_jobs(jobs, settings, [&](const ClauseResult& r) {
       char line[160];
       std::snprintf(line, sizeof line, "[%3zu/%zu] %-10s %-5s %-14s %8.0f ms", ++done, jobs.size(),

@@ -103,6 +103,7 @@ std::string certify_usage() {
   const std::string python = python_unavailable_reason();
   return "usage: emm-certify --plugin PATH [--backend fake|gpu|all] [--only ID[,ID...]]\n"
          "       emm-certify --python MODULE[:ATTR] [--capabilities NAME[,NAME...]] ...\n"
+         "       emm-certify --nep49 MODULE:ATTR | --nep49-library PATH[:SYMBOL] [options]\n"
          "                   [--json FILE] [--junit FILE] [--markdown FILE] [--html FILE]\n"
          "                   [--logs DIR]\n"
          "                   [--timeout-s N] [--memory-limit SIZE|none] [--devices N]\n"
@@ -121,6 +122,11 @@ std::string certify_usage() {
          "                      ipc,memory_info,thread_safe; none for none) instead of the "
          "class's\n"
          "                      emmkit_capabilities attribute\n"
+         "  --nep49 MODULE:ATTR certify a NumPy data-memory handler (NEP 49) against the NEP49\n"
+         "                      clauses: the \"mem_handler\" capsule MODULE.ATTR, or what ATTR()\n"
+         "                      returns; numpy:PyDataMem_DefaultHandler is NumPy's default\n"
+         "  --nep49-library P   the same for a shared library exporting\n"
+         "                      emm::nep49::Handler* emm_nep49_handler() (P:SYMBOL: another name)\n"
          "  --backend B         fake, gpu or all (default: all = fake, and gpu when present)\n"
          "  --only IDS          certify only these plugin clauses (comma-separated ids; each runs\n"
          "                      once): the verdict is then PARTIAL at best, never CERTIFIED\n"
@@ -157,6 +163,7 @@ std::string certify_usage() {
 CertifyOptions parse_certify_args(std::span<const std::string_view> args) {
   CertifyOptions options;
   std::set<std::string> seen;
+  std::vector<std::string> only_ids;
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::string_view arg = args[i];
     std::string_view inline_value;
@@ -229,24 +236,19 @@ CertifyOptions parse_certify_args(std::span<const std::string_view> args) {
       } else {
         throw UsageError("--backend must be fake, gpu or all (got '" + backend + "')");
       }
+    } else if (arg == "--nep49" || arg == "--nep49-library") {
+      if (options.nep49) throw UsageError("--nep49 and --nep49-library name one handler: give one");
+      once();
+      try {
+        options.nep49 = arg == "--nep49" ? Nep49SubjectSpec::module(value())
+                                         : Nep49SubjectSpec::library(value());
+      } catch (const std::invalid_argument& error) {
+        throw UsageError(error.what());
+      }
     } else if (arg == "--only") {
       once();
-      const std::vector<std::string> ids = split_commas(value());
-      if (ids.empty()) throw UsageError("--only needs at least one clause id");
-      for (const std::string& id : ids) {
-        const Clause* clause = catalogue().find(id);
-        if (clause == nullptr) {
-          throw UsageError("--only: '" + id + "' is not a clause id (see --list)");
-        }
-        if (!clause->plugin) {
-          throw UsageError("--only: " + id +
-                           " is a host clause, checked by the kit's own suites; emm-certify "
-                           "certifies plugin clauses");
-        }
-        if (std::find(options.only.begin(), options.only.end(), clause) == options.only.end()) {
-          options.only.push_back(clause);
-        }
-      }
+      only_ids = split_commas(value());
+      if (only_ids.empty()) throw UsageError("--only needs at least one clause id");
     } else if (arg == "--json" || arg == "--junit" || arg == "--markdown" || arg == "--html") {
       once();
       std::string& path = arg == "--json"    ? options.reports.json
@@ -312,8 +314,43 @@ CertifyOptions parse_certify_args(std::span<const std::string_view> args) {
     }
     options.plugin_path = python_library_path();
   }
-  if (!options.help && !options.list && options.plugin_path.empty()) {
-    throw UsageError("--plugin PATH is required");
+  if (options.nep49 && !options.python_target.empty()) {
+    throw UsageError("--python and --nep49 exclude each other: certify one subject per run");
+  }
+  if (options.nep49 && !options.plugin_path.empty()) {
+    throw UsageError("--plugin and " +
+                     std::string(options.nep49->kind == Nep49SubjectSpec::Kind::module
+                                     ? "--nep49"
+                                     : "--nep49-library") +
+                     " exclude each other: certify one subject per run");
+  }
+  if (!options.help && !options.list && options.plugin_path.empty() && !options.nep49) {
+    throw UsageError(
+        "--plugin PATH is required (or, for a NumPy handler, --nep49 MODULE:ATTR or "
+        "--nep49-library PATH)");
+  }
+  for (const std::string& id : only_ids) {
+    const Clause* clause = catalogue().find(id);
+    if (clause == nullptr) {
+      throw UsageError("--only: '" + id + "' is not a clause id (see --list)");
+    }
+    if (options.nep49 && !clause->nep49) {
+      throw UsageError("--only: " + id +
+                       " is not a NEP49 clause; a --nep49 run certifies the NEP49-* clauses");
+    }
+    if (!options.nep49 && clause->nep49) {
+      throw UsageError("--only: " + id +
+                       " is a NEP 49 handler clause: certify a handler with --nep49 or "
+                       "--nep49-library");
+    }
+    if (!clause->plugin && !clause->nep49) {
+      throw UsageError("--only: " + id +
+                       " is a host clause, checked by the kit's own suites; emm-certify "
+                       "certifies plugin clauses");
+    }
+    if (std::find(options.only.begin(), options.only.end(), clause) == options.only.end()) {
+      options.only.push_back(clause);
+    }
   }
   // The same file for two reports, or a report over the plugin, would lose one of them.
   std::vector<std::pair<std::string_view, const std::string*>> named = {
@@ -321,10 +358,14 @@ CertifyOptions parse_certify_args(std::span<const std::string_view> args) {
       {"--junit", &options.reports.junit},
       {"--markdown", &options.reports.markdown},
       {"--html", &options.reports.html}};
+  const std::string& subject_path =
+      options.nep49 && options.nep49->kind == Nep49SubjectSpec::Kind::library
+          ? options.nep49->location
+          : options.plugin_path;
   for (std::size_t a = 0; a < named.size(); ++a) {
     const std::string& path = *named[a].second;
     if (path.empty()) continue;
-    if (path == options.plugin_path || "./" + path == options.plugin_path) {
+    if (path == subject_path || "./" + path == subject_path) {
       throw UsageError(std::string(named[a].first) + " " + path +
                        " is the plugin library itself: writing the report would overwrite it");
     }

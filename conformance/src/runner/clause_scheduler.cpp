@@ -78,20 +78,34 @@ void poisoned_device(ClauseResult& result, const std::string& why) {
   }
 }
 
-// The plugin as this child loaded it, or why it could not.
-struct ChildPlugin {
-  std::optional<PluginSubject> subject;
-  std::string failure;
-};
-
-ChildPlugin load_in_child(const std::string& path) {
-  ChildPlugin plugin;
+// The evaluator of an EMM plugin library: the plugin clauses on a backend made with the run's
+// settings; a clause that leaves the device unusable fails for it.
+LoadedSubject plugin_evaluator(const std::string& path) {
+  LoadedSubject loaded;
   try {
-    plugin.subject = subject_from_library(load_plugin(path));
+    loaded.evaluate = [subject = subject_from_library(load_plugin(path))](
+                          const Clause& clause, BackendKind kind, const BackendSettings& settings,
+                          bool& reusable) {
+      try {
+        const std::unique_ptr<Backend> backend = make_backend(kind, settings);
+        ClauseResult result = evaluate(subject, clause, *backend);
+        if (const std::optional<std::string> why = backend->unusable_device()) {
+          reusable = false;
+          poisoned_device(result, *why);
+        }
+        return result;
+      } catch (...) {
+        return backend_not_available(subject, clause, kind, describe_current_exception());
+      }
+    };
   } catch (...) {
-    plugin.failure = describe_current_exception();
+    loaded.failure = describe_current_exception();
   }
-  return plugin;
+  return loaded;
+}
+
+LoadedSubject load_in_child(const SchedulerSettings& settings) {
+  return settings.load_subject ? settings.load_subject() : plugin_evaluator(settings.plugin_path);
 }
 
 // Sends `answer` after flushing what the clause printed, so that the parent finds the clause's
@@ -104,41 +118,30 @@ void send_answer(const ChildAnswer& answer) {
 }
 
 // Runs `command` and answers it; returns whether this process may run another clause (not when
-// the device is unusable). A plugin this child could not load is answered as such (a typed
+// the device is unusable). A subject this child could not load is answered as such (a typed
 // answer carrying the nonce), never with an exit status: the plugin may exit() with any.
-bool answer(const ChildPlugin& plugin, const Command& command, const BackendSettings& settings) {
-  if (!plugin.subject) {
-    send_answer(ChildAnswer::not_loaded(command.nonce, plugin.failure));
+bool answer(const LoadedSubject& subject, const Command& command, const BackendSettings& settings) {
+  if (!subject.evaluate) {
+    send_answer(ChildAnswer::not_loaded(command.nonce, subject.failure));
     return false;
   }
-  ClauseResult result;
   bool reusable = true;
-  try {
-    const std::unique_ptr<Backend> backend = make_backend(command.backend, settings);
-    result = evaluate(*plugin.subject, *command.clause, *backend);
-    if (const std::optional<std::string> why = backend->unusable_device()) {
-      reusable = false;
-      poisoned_device(result, *why);
-    }
-  } catch (...) {
-    result = backend_not_available(*plugin.subject, *command.clause, command.backend,
-                                   describe_current_exception());
-  }
+  ClauseResult result = subject.evaluate(*command.clause, command.backend, settings, reusable);
   ChildAnswer reply = ChildAnswer::loaded(command.nonce, std::move(result));
   reply.reusable = reusable;
   send_answer(reply);
   return reusable;
 }
 
-int worker_main(const std::string& path, const BackendSettings& backend) {
-  const ChildPlugin plugin = load_in_child(path);
+int worker_main(const SchedulerSettings& settings) {
+  const LoadedSubject subject = load_in_child(settings);
   while (const std::optional<std::string> frame = read_command_frame()) {
     const std::optional<Command> command = decode_command(*frame);
     if (!command) {
       std::fprintf(stderr, "emm-certify worker: a command it cannot read\n");
       return EXIT_FAILURE;
     }
-    if (!answer(plugin, *command, backend)) break;  // the parent replaces this worker
+    if (!answer(subject, *command, settings.backend)) break;  // the parent replaces this worker
   }
   return 0;
 }
@@ -268,9 +271,8 @@ void run_with_workers(const std::vector<ClauseJob>& jobs, const SchedulerSetting
     const ClauseJob& job = jobs[index];
     if (!worker) {
       try {
-        worker.emplace(ChildProcess::fork(
-            [&settings] { return worker_main(settings.plugin_path, settings.backend); },
-            child_options(settings, true)));
+        worker.emplace(ChildProcess::fork([&settings] { return worker_main(settings); },
+                                          child_options(settings, true)));
       } catch (const std::exception& error) {
         results[index] =
             failure(job, Outcome::crash,
@@ -376,7 +378,7 @@ void run_one_per_clause(const std::vector<ClauseJob>& jobs, const SchedulerSetti
       try {
         ChildProcess child = ChildProcess::fork(
             [&settings, job, nonce] {
-              answer(load_in_child(settings.plugin_path), Command{nonce, job.clause, job.backend},
+              answer(load_in_child(settings), Command{nonce, job.clause, job.backend},
                      settings.backend);
               return 0;
             },
@@ -416,25 +418,14 @@ void run_one_per_clause(const std::vector<ClauseJob>& jobs, const SchedulerSetti
 void run_in_this_process(const std::vector<ClauseJob>& jobs, const SchedulerSettings& settings,
                          std::vector<ClauseResult>& results,
                          const std::function<void(const ClauseResult&)>& on_result) {
-  std::optional<PluginSubject> subject;
-  std::string why;
-  try {
-    subject = subject_from_library(load_plugin(settings.plugin_path));
-  } catch (const std::exception& error) {
-    why = error.what();
-  }
+  const LoadedSubject subject = load_in_child(settings);
   for (std::size_t index = 0; index < jobs.size(); ++index) {
     const ClauseJob& job = jobs[index];
-    if (!subject) {
-      results[index] = failure(job, Outcome::crash, "could not load the plugin: " + why, "", 0.0);
+    if (!subject.evaluate) {
+      results[index] = failure(job, Outcome::crash, "could not load: " + subject.failure, "", 0.0);
     } else {
-      try {
-        results[index] =
-            evaluate(*subject, *job.clause, *make_backend(job.backend, settings.backend));
-      } catch (...) {
-        results[index] =
-            backend_not_available(*subject, *job.clause, job.backend, describe_current_exception());
-      }
+      bool reusable = true;  // one process: an unusable device shows in the next results too
+      results[index] = subject.evaluate(*job.clause, job.backend, settings.backend, reusable);
       results[index].level = job.level;
     }
     if (on_result) on_result(results[index]);

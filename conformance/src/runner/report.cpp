@@ -13,8 +13,13 @@ Certificate make_certificate(CertificationReport report) {
   for (const BackendStatus& b : report.backends) {
     if (b.ran) ran.push_back(b.kind);
   }
-  Verdict verdict = compute_verdict(
-      {report.results, std::move(ran), report.plugin_loaded, catalogue().plugin_clauses().size()});
+  // A certification covers the clauses of one kind of subject: a plugin's or a NEP 49 handler's.
+  const bool nep49 = !report.results.empty() && report.results.front().clause != nullptr &&
+                     report.results.front().clause->nep49;
+  const std::size_t in_catalogue =
+      nep49 ? catalogue().nep49_clauses().size() : catalogue().plugin_clauses().size();
+  Verdict verdict =
+      compute_verdict({report.results, std::move(ran), report.plugin_loaded, in_catalogue});
   return Certificate{std::move(report), std::move(verdict)};
 }
 

@@ -7,8 +7,11 @@
 // writes, each only when its content changed (so an unchanged catalogue rebuilds nothing):
 //   OUTPUT_DIR/include/emm/conformance/plugin_clauses.hpp  PluginClause (one enumerator per
 //       plugin clause), EMM_PLUGIN_CLAUSES(X) and EMM_PLUGIN_CLAUSE_TEST_NAMES;
+//   OUTPUT_DIR/include/emm/conformance/nep49_clauses.hpp   the same for the NEP 49 handler
+//       clauses: Nep49Clause and EMM_NEP49_CLAUSES(X);
 //   OUTPUT_DIR/catalogue_data.cpp   the TSV's bytes, which catalogue() parses at run time;
-//   OUTPUT_DIR/clause_ids.cmake     EMM_HOST_CLAUSE_IDS and EMM_PLUGIN_CLAUSE_IDS for CMake tests.
+//   OUTPUT_DIR/clause_ids.cmake     EMM_HOST_CLAUSE_IDS, EMM_PLUGIN_CLAUSE_IDS and
+//       EMM_NEP49_CLAUSE_IDS for CMake tests.
 // The TSV is parsed with the library's own Catalogue::parse, so a malformed catalogue fails the
 // build with the parser's message.
 #include <filesystem>
@@ -76,6 +79,30 @@ std::string plugin_clauses_header(const Catalogue& catalogue) {
   return h.str();
 }
 
+std::string nep49_clauses_header(const Catalogue& catalogue) {
+  std::ostringstream h;
+  h << "// emm/conformance/nep49_clauses.hpp — the NEP 49 handler clauses of the catalogue as "
+       "code.\n"
+    << "// " << kBanner << "\n"
+    << "//\n"
+    << "// EMM_NEP49_CLAUSES(X) calls X(Key, \"ID\", TestName) once per nep49 clause, in "
+       "catalogue\n"
+    << "// order; the NEP 49 check registry (nep49_registry.hpp) expands it.\n"
+    << "#pragma once\n\n#include <cstddef>\n\nnamespace emm::conformance {\n\n"
+    << "// One enumerator per NEP 49 handler clause (catalogue version " << catalogue.version()
+    << ").\nenum class Nep49Clause : unsigned {\n";
+  const std::vector<const Clause*> clauses = catalogue.nep49_clauses();
+  for (const Clause* clause : clauses) h << "  " << clause->key() << ",\n";
+  h << "};\n\ninline constexpr std::size_t kNep49ClauseCount = " << clauses.size() << ";\n\n"
+    << "}  // namespace emm::conformance\n\n#define EMM_NEP49_CLAUSES(X)";
+  for (const Clause* clause : clauses) {
+    h << " \\\n  X(" << clause->key() << ", \"" << clause->id << "\", " << clause->full_test_name()
+      << ")";
+  }
+  h << "\n";
+  return h.str();
+}
+
 // A byte array rather than a string literal: the catalogue is longer than the 4095 characters
 // -Wpedantic allows a literal.
 std::string catalogue_source(const std::string& tsv) {
@@ -102,6 +129,9 @@ std::string clause_ids_cmake(const Catalogue& catalogue) {
     }
     m << ")\n";
   }
+  m << "set(EMM_NEP49_CLAUSE_IDS";
+  for (const Clause* clause : catalogue.nep49_clauses()) m << ' ' << clause->id;
+  m << ")\n";
   return m.str();
 }
 
@@ -118,6 +148,8 @@ int main(int argc, char** argv) {
     const Catalogue catalogue = Catalogue::parse(tsv);
     write_if_changed(output / "include/emm/conformance/plugin_clauses.hpp",
                      plugin_clauses_header(catalogue));
+    write_if_changed(output / "include/emm/conformance/nep49_clauses.hpp",
+                     nep49_clauses_header(catalogue));
     write_if_changed(output / "catalogue_data.cpp", catalogue_source(tsv));
     write_if_changed(output / "clause_ids.cmake", clause_ids_cmake(catalogue));
   } catch (const std::exception& error) {

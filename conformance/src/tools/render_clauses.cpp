@@ -22,14 +22,17 @@ std::string render() {
      << "<!-- Generated from conformance/catalogue.tsv by the emm_clauses_doc target; do not "
         "edit. -->\n\n"
      << "Catalogue version " << c.version() << ", " << c.clauses().size() << " clauses ("
-     << c.plugin_clauses().size() << " certified on plugins). Each rule is stated in full, with "
+     << c.plugin_clauses().size() << " certified on plugins, " << c.nep49_clauses().size()
+     << " on NumPy data-memory handlers). Each rule is stated in full, with "
      << "how it is checked, in the emmkit specification (EMM-SPEC.md) §4; the outcomes and the "
      << "verdict are in §3.\n\n"
      << "- **Level**: MUST clauses decide the verdict, SHOULD clauses warn, INFO clauses "
         "measure.\n"
      << "- **Target**: *plugin* clauses are certified on any plugin by the typed suites and "
         "`emm-certify`; *host* clauses are checked by the kit's own suites on the reference "
-        "system and describe what plugins can rely on.\n"
+        "system and describe what plugins can rely on; *nep49* clauses are certified on a NumPy "
+        "data-memory handler (NEP 49) by `emm-certify --nep49` or `--nep49-library` "
+        "(docs/nep49-handlers.md).\n"
      << "- **Optional**: when the plugin declares this capability absent, the clause reports "
         "`not_supported` (allowed); an undeclared `NotImplementedError` is a failure.";
   for (const emm::CapabilityField& field : emm::kCapabilityFields) {

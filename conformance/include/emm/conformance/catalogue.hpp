@@ -6,7 +6,8 @@
 // emm_generate_clause_skeleton), and once embedded in the library, parsed on first use of
 // catalogue(). Each Clause says what is checked (id, title), how much it matters (level), who
 // is checked (target: the host's own suites or any plugin) and, for optional clauses, the
-// declared capability whose absence allows not_supported.
+// declared capability whose absence allows not_supported. A second kind of subject shares the
+// catalogue: NEP 49 clauses (target "nep49", ids NEP49-<n>) certify NumPy data-memory handlers.
 //
 //   for (const emm::conformance::Clause& c : emm::conformance::catalogue().clauses())
 //     std::cout << c.id << ' ' << to_string(c.level) << '\n';
@@ -34,6 +35,9 @@ struct Clause {
   Level level = Level::must;
   bool host = false;    // checked by the kit's own suites on the reference system
   bool plugin = false;  // certified on any plugin (emm-certify, the typed suites)
+  // Certified on a NumPy data-memory handler (NEP 49; emm-certify --nep49): the catalogue's
+  // second kind of subject, never a plugin clause.
+  bool nep49 = false;
   // The declared capability (kCapabilityFields) whose absence allows not_supported.
   const CapabilityField* optional = nullptr;
   std::optional<Level> declared_level;  // level when `optional` is declared (ALLOC-10: MUST)
@@ -41,7 +45,7 @@ struct Clause {
   std::string title;
   std::string source;  // NBEP 7 / Numba EMM docs section
 
-  // "host", "plugin" or "host+plugin".
+  // "host", "plugin", "host+plugin" or "nep49".
   std::string_view target() const noexcept;
   // "LIFE" for "LIFE-2" (JUnit classname).
   std::string_view group() const noexcept;
@@ -64,6 +68,8 @@ class Catalogue {
   const Clause* find(std::string_view id) const noexcept;
   // The clauses a plugin is certified against, in catalogue order.
   std::vector<const Clause*> plugin_clauses() const;
+  // The clauses a NEP 49 handler is certified against, in catalogue order.
+  std::vector<const Clause*> nep49_clauses() const;
   // From the "# catalogue_version: X" line.
   const std::string& version() const noexcept { return version_; }
 

@@ -1,6 +1,7 @@
 // emm/conformance/certify_cli.hpp — emm-certify's command line (spec §5).
 //
 //   emm-certify --plugin PATH | --python MODULE[:ATTR] [--capabilities NAME[,NAME...]]
+//             | --nep49 MODULE:ATTR | --nep49-library PATH[:SYMBOL]
 //               [--backend fake|gpu|all] [--only ID[,ID...]]
 //               [--json FILE] [--junit FILE] [--markdown FILE] [--html FILE] [--logs DIR]
 //               [--timeout-s N] [--memory-limit SIZE|none] [--devices N]
@@ -26,6 +27,7 @@
 
 #include "emm/conformance/backend_kind.hpp"
 #include "emm/conformance/catalogue.hpp"
+#include "emm/conformance/nep49_subject.hpp"
 
 namespace emm::conformance {
 
@@ -61,8 +63,11 @@ struct CertifyOptions {
   // (python/include/emm/python/plugin_entry.hpp).
   std::string python_target;
   std::optional<std::string> python_capabilities;
+  // A NumPy data-memory handler to certify against the nep49 clauses instead of a plugin.
+  std::optional<Nep49SubjectSpec> nep49;
   std::vector<BackendKind> backends{kBackendKinds.begin(), kBackendKinds.end()};  // all
-  std::vector<const Clause*> only;  // empty: every plugin clause; else each once, in order
+  // empty: every clause of the subject's kind (plugin or nep49); else each once, in order
+  std::vector<const Clause*> only;
   ReportPaths reports;
   int timeout_s = 60;
   // Data-segment limit of each child (bytes); nullopt: the default (kDefaultMemoryLimit, or

@@ -47,8 +47,24 @@ struct ClauseJob {
   Level level = Level::must;  // the clause's level for this plugin
 };
 
+// Evaluates one clause on one backend, in the child that loaded the subject, with a backend
+// made from the run's settings; sets `reusable` to false when the backend's device cannot be
+// used by this process any more (the clause then fails for it and the worker is replaced).
+using ClauseEvaluator =
+    std::function<ClauseResult(const Clause&, BackendKind, const BackendSettings&, bool& reusable)>;
+
+// A subject as a child loaded it: its evaluator, or (evaluate empty) why it could not be loaded.
+struct LoadedSubject {
+  ClauseEvaluator evaluate;
+  std::string failure;
+};
+
 struct SchedulerSettings {
   std::string plugin_path;
+  // Loads the subject in a child (or, in_process, here) and returns its evaluator; an empty one
+  // when it cannot, after printing why. Unset: the EMM plugin library at plugin_path. Another
+  // kind of subject (a NEP 49 handler) sets it.
+  std::function<LoadedSubject()> load_subject;
   Isolation isolation = Isolation::backend;
   std::chrono::milliseconds timeout{60000};
   std::size_t memory_limit_bytes = 0;  // per child; 0: none
