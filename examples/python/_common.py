@@ -2,7 +2,11 @@
 translation of a library's out-of-memory error into numba's (ALLOC-3: Numba treats only
 CudaAPIError(CUDA_ERROR_OUT_OF_MEMORY) as out of memory)."""
 from numba.cuda.cudadrv import driver as _driver
-from numba.cuda.cudadrv import enums as _enums
+
+try:  # numba 0.56 has the enums module; numba-cuda 0.30 does not (its driver uses cuda-bindings)
+    from numba.cuda.cudadrv import enums as _enums
+except ImportError:
+    _enums = None
 
 BaseCUDAMemoryManager = _driver.BaseCUDAMemoryManager
 GetIpcHandleMixin = _driver.GetIpcHandleMixin
@@ -11,6 +15,7 @@ MemoryPointer = _driver.MemoryPointer
 MemoryInfo = _driver.MemoryInfo
 CudaAPIError = _driver.CudaAPIError
 
+# The CUresult value is 2 in every CUDA version.
 CUDA_ERROR_OUT_OF_MEMORY = getattr(_enums, "CUDA_ERROR_OUT_OF_MEMORY", 2)
 
 

@@ -24,12 +24,14 @@ namespace {
 // context that keeps it alive between benchmarks (each Runtime releases its own retain when it
 // closes; recreating the context every time would cost ~100 ms).
 const CudaDriverProbe& gpu_driver() {
-  static const CudaDriverProbe& probe = []() -> const CudaDriverProbe& {
-    const CudaDriverProbe& gpu = CudaDriver::probe();
-    if (gpu.driver) gpu.driver->primary_ctx_retain(0);
-    return gpu;
+  static const bool kept = [] {
+    if (const CudaDriverProbe& gpu = CudaDriver::probe(); gpu.driver) {
+      gpu.driver->primary_ctx_retain(0);
+    }
+    return true;
   }();
-  return probe;
+  (void)kept;
+  return CudaDriver::probe();
 }
 
 }  // namespace

@@ -58,6 +58,20 @@ def read_manifest(path):
     return rows
 
 
+def gpu_gaps(manifest):
+    """test -> why, from gpu_gaps.tsv beside the manifest (rows the gpu backend cannot judge)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(manifest)), "gpu_gaps.tsv")
+    gaps = {}
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as table:
+            for line in table:
+                fields = line.rstrip("\n").split("\t")
+                if line.startswith("#") or len(fields) != 2 or fields[0] == "test":
+                    continue
+                gaps[fields[0]] = fields[1]
+    return gaps
+
+
 def split_list(value):
     return [] if value in ("", "-") else [item.strip() for item in value.split(",") if item.strip()]
 
@@ -210,6 +224,18 @@ def check_report(row, args, checker):
             also[clause] = expected
         else:
             checker.expect(False, f"manifest row {row['test']}: cannot read also item {item!r}")
+    gap = gpu_gaps(args.manifest).get(row["test"]) if args.backend == "gpu" else None
+    if gap is not None:
+        print(f"{checker.name}: a known gap on the gpu backend (gpu_gaps.tsv): {gap}; only the "
+              f"report's completeness and the pinned clauses are checked")
+        pinned = split_list(row["must_pass"])
+        if pinned == ["*"]:
+            named = set(also) | {clause for clause, _ in message_parts}
+            pinned = [c for c in catalogue if c != target and c not in named]
+        for clause in pinned:
+            checker.expect(outcome(clause) in ("pass", "not_supported"),
+                           f"{clause} (pinned): expected pass, got {describe(clause)}")
+        return checker.finish(context)
     if target != "-":
         checker.expect(outcome(target) == row["outcome"],
                        f"{target}: expected outcome {row['outcome']}, got {describe(target)}")

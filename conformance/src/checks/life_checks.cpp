@@ -352,6 +352,7 @@ EMM_CHECK(LIFE_8) {
     HostSet host = allocate_host_set(run, run.host().context());
     try {
       run.host().drop_runtime();
+      run.backend().destroy_released_contexts();
     } catch (...) {
       run.fail("Runtime::close() (reset() and destruction of the plugin) threw " +
                describe_current_exception());

@@ -115,6 +115,14 @@ class GpuBackend final : public Backend {
   std::optional<std::size_t> invalid_frees() override { return std::nullopt; }
   std::optional<std::size_t> invalid_accesses() override { return std::nullopt; }
 
+  void destroy_released_contexts() override {
+    try {
+      driver_->primary_ctx_reset(0);
+    } catch (const CudaDriverError&) {
+      // Nothing was left to destroy.
+    }
+  }
+
   std::optional<std::string> unusable_device() override {
     const CUcontext before = driver_->ctx_get_current();
     try {

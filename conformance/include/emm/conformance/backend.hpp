@@ -104,6 +104,11 @@ class Backend {
   // call, so the clause that left it is failed for it and its process is not reused. The fake
   // has no sticky errors (std::nullopt).
   virtual std::optional<std::string> unusable_device() { return std::nullopt; }
+  // Destroys the primary contexts no runtime holds any more, as the last release of their
+  // retains does in a process of its own (a check that needs "after the context was destroyed"
+  // calls it after closing its runtime). The gpu backend keeps a retain for the process (see
+  // gpu_backend.cpp) and resets the context; the fake's contexts went with the runtime.
+  virtual void destroy_released_contexts() {}
 
   // --- IPC ---------------------------------------------------------------------------------------
   // Serves `request` in another process (fake: a second simulated process over the same
