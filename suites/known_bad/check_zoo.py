@@ -163,12 +163,13 @@ def check_report(row, args, checker):
                   f"{backend.get('reason', 'no reason given')}")
             return SKIPPED
 
+    gap = gpu_gaps(args.manifest).get(row["test"]) if args.backend == "gpu" else None
     certified = row["verdict"] == "CERTIFIED"
-    checker.expect(run.returncode == (0 if certified else 1),
+    checker.expect(gap is not None or run.returncode == (0 if certified else 1),
                    f"expected exit code {0 if certified else 1} ({row['verdict']}), "
                    f"got {run.returncode}")
 
-    checker.expect(report.get("verdict") == row["verdict"],
+    checker.expect(gap is not None or report.get("verdict") == row["verdict"],
                    f"expected verdict {row['verdict']!r}, the report says "
                    f"{report.get('verdict')!r}")
     for key in ("kit_version", "catalogue_version", "plugin", "backends", "results"):
@@ -224,7 +225,6 @@ def check_report(row, args, checker):
             also[clause] = expected
         else:
             checker.expect(False, f"manifest row {row['test']}: cannot read also item {item!r}")
-    gap = gpu_gaps(args.manifest).get(row["test"]) if args.backend == "gpu" else None
     if gap is not None:
         print(f"{checker.name}: a known gap on the gpu backend (gpu_gaps.tsv): {gap}; only the "
               f"report's completeness and the pinned clauses are checked")

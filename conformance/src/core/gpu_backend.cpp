@@ -115,7 +115,10 @@ class GpuBackend final : public Backend {
   std::optional<std::size_t> invalid_frees() override { return std::nullopt; }
   std::optional<std::size_t> invalid_accesses() override { return std::nullopt; }
 
+  bool reusable() const override { return !contexts_destroyed_; }
+
   void destroy_released_contexts() override {
+    contexts_destroyed_ = true;
     try {
       driver_->primary_ctx_reset(0);
     } catch (const CudaDriverError&) {
@@ -172,6 +175,7 @@ class GpuBackend final : public Backend {
   std::shared_ptr<Driver> driver_;
   CUcontext retained_primary_ = nullptr;
   bool warmed_up_ = false;
+  bool contexts_destroyed_ = false;
 };
 
 }  // namespace

@@ -93,6 +93,7 @@ LoadedSubject plugin_evaluator(const std::string& path) {
           reusable = false;
           poisoned_device(result, *why);
         }
+        if (!backend->reusable()) reusable = false;
         return result;
       } catch (...) {
         return backend_not_available(subject, clause, kind, describe_current_exception());

@@ -109,6 +109,10 @@ class Backend {
   // calls it after closing its runtime). The gpu backend keeps a retain for the process (see
   // gpu_backend.cpp) and resets the context; the fake's contexts went with the runtime.
   virtual void destroy_released_contexts() {}
+  // Whether the process may run another clause after this backend: not after
+  // destroy_released_contexts() on the gpu, since libraries the plugin uses (a Python
+  // interpreter's CuPy, PyTorch or numba) keep state in the destroyed context.
+  virtual bool reusable() const { return true; }
 
   // --- IPC ---------------------------------------------------------------------------------------
   // Serves `request` in another process (fake: a second simulated process over the same
