@@ -352,7 +352,11 @@ EMM_CHECK(LIFE_8) {
     HostSet host = allocate_host_set(run, run.host().context());
     try {
       run.host().drop_runtime();
-      run.backend().destroy_released_contexts();
+      if (!run.backend().destroy_released_contexts()) {
+        run.unobservable(
+            "pointers released after the context was destroyed, with a Python interpreter's CUDA "
+            "libraries in the process (they are released after close() instead)");
+      }
     } catch (...) {
       run.fail("Runtime::close() (reset() and destruction of the plugin) threw " +
                describe_current_exception());

@@ -13,6 +13,8 @@
 // (most of a clause's time on an H100). Memory a clause's plugin leaked stays allocated for
 // the next clause, which measures against its own baseline; a clause that poisons the context
 // is caught by unusable_device() and its worker is replaced.
+#include <dlfcn.h>
+
 #include "core/backend_factories.hpp"
 #include "emm/cuda_driver.hpp"
 #include "emm/errors.hpp"
@@ -42,6 +44,15 @@ bool is_sticky(CUresult code) {
     default:
       return false;
   }
+}
+
+// Whether a Python interpreter runs in this process (a Python plugin through libemm_python):
+// its CUDA libraries own the primary context as much as the kit does.
+bool python_hosts_cuda() {
+  using IsInitialized = int (*)();
+  const auto is_initialized =
+      reinterpret_cast<IsInitialized>(::dlsym(RTLD_DEFAULT, "Py_IsInitialized"));
+  return is_initialized != nullptr && is_initialized() != 0;
 }
 
 // One retain of device 0's primary context for the rest of the process (see the top).
@@ -117,13 +128,15 @@ class GpuBackend final : public Backend {
 
   bool reusable() const override { return !contexts_destroyed_; }
 
-  void destroy_released_contexts() override {
+  bool destroy_released_contexts() override {
+    if (python_hosts_cuda()) return false;
     contexts_destroyed_ = true;
     try {
       driver_->primary_ctx_reset(0);
     } catch (const CudaDriverError&) {
       // Nothing was left to destroy.
     }
+    return true;
   }
 
   std::optional<std::string> unusable_device() override {

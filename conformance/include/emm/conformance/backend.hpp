@@ -106,9 +106,11 @@ class Backend {
   virtual std::optional<std::string> unusable_device() { return std::nullopt; }
   // Destroys the primary contexts no runtime holds any more, as the last release of their
   // retains does in a process of its own (a check that needs "after the context was destroyed"
-  // calls it after closing its runtime). The gpu backend keeps a retain for the process (see
-  // gpu_backend.cpp) and resets the context; the fake's contexts went with the runtime.
-  virtual void destroy_released_contexts() {}
+  // calls it after closing its runtime); false when it must not. The gpu backend keeps a retain
+  // for the process (see gpu_backend.cpp) and resets the context, unless a Python interpreter
+  // in the process hosts CUDA libraries of its own (numba-cuda, CuPy, PyTorch), whose state in
+  // the context would be destroyed behind their back; the fake's contexts went with the runtime.
+  virtual bool destroy_released_contexts() { return true; }
   // Whether the process may run another clause after this backend: not after
   // destroy_released_contexts() on the gpu, since libraries the plugin uses (a Python
   // interpreter's CuPy, PyTorch or numba) keep state in the destroyed context.
