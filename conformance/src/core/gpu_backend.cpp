@@ -141,16 +141,30 @@ class GpuBackend final : public Backend {
 
   std::optional<std::string> unusable_device() override {
     const CUcontext before = driver_->ctx_get_current();
+    std::optional<std::string> why;
     try {
       const CUcontext primary = driver_->primary_ctx_retain(0);
-      driver_->ctx_set_current(primary);
-      driver_->ctx_synchronize();
-      driver_->ctx_set_current(before);
-      driver_->primary_ctx_release(0);
+      try {
+        driver_->ctx_set_current(primary);
+        driver_->ctx_synchronize();
+      } catch (const CudaDriverError& error) {
+        if (is_sticky(error.code())) why = error.what();
+      }
+      // Put back what the clause left, whatever the synchronisation said.
+      try {
+        driver_->ctx_set_current(before);
+      } catch (const CudaDriverError&) {
+        // The clause's current context is gone; the release below still undoes the retain.
+      }
+      try {
+        driver_->primary_ctx_release(0);
+      } catch (const CudaDriverError&) {
+        // Nothing more to undo.
+      }
     } catch (const CudaDriverError& error) {
-      if (is_sticky(error.code())) return error.what();
+      if (is_sticky(error.code())) why = error.what();
     }
-    return std::nullopt;
+    return why;
   }
 
   ImportResponse import_elsewhere(const ImportRequest& request) override {
