@@ -1,32 +1,12 @@
 #include "emm/python/import_target.hpp"
 
-#include <cctype>
 #include <utility>
+
+#include "emm/python/dotted_name.hpp"
 
 namespace emm::python {
 namespace py = pybind11;
 namespace {
-
-bool is_identifier(std::string_view part) {
-  if (part.empty()) return false;
-  const auto first = static_cast<unsigned char>(part.front());
-  if (!(std::isalpha(first) || first == '_' || first >= 0x80)) return false;
-  for (const char c : part) {
-    const auto u = static_cast<unsigned char>(c);
-    if (!(std::isalnum(u) || u == '_' || u >= 0x80)) return false;
-  }
-  return true;
-}
-
-bool is_dotted_name(std::string_view name) {
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t dot = name.find('.', start);
-    if (!is_identifier(name.substr(start, dot - start))) return false;
-    if (dot == std::string_view::npos) return true;
-    start = dot + 1;
-  }
-}
 
 // True when `missing` (ModuleNotFoundError.name) is the target module or one of its parents:
 // the module is absent. A ModuleNotFoundError for anything else came from inside the module.

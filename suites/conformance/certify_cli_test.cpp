@@ -1,4 +1,5 @@
 // emm-certify's command line (spec §5): defaults, every option, and the usage errors (exit 2).
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <emm/conformance/certify_cli.hpp>
@@ -65,6 +66,17 @@ TEST(CertifyCli, Nep49UsageErrorsSayWhatIsWrong) {
   EMM_EXPECT_THROW(UsageError, parse({"--nep49", "numpy"}),
                    "--nep49 needs MODULE:ATTR, e.g. emm_nep49_pinned:handler or "
                    "numpy:PyDataMem_DefaultHandler (got 'numpy')");
+  // A module or attribute that is not a dotted Python name would only fail at import time, in
+  // a clause child; the command line says so at once (found by fuzz_certify_cli: NUL bytes).
+  EMM_EXPECT_THROW(UsageError, parse({"--nep49", std::string("r\0x:h", 5)}),
+                   "--nep49 needs MODULE:ATTR with dotted Python names (letters, digits, '_' "
+                   "and '.'), e.g. emm_nep49_pinned:handler (got 'r\\x00x:h')");
+  EMM_EXPECT_THROW(UsageError, parse({"--nep49", "my pool:handler"}),
+                   "--nep49 needs MODULE:ATTR with dotted Python names (letters, digits, '_' "
+                   "and '.'), e.g. emm_nep49_pinned:handler (got 'my pool:handler')");
+  EMM_EXPECT_THROW(UsageError, parse({"--nep49", "pool.:handler"}),
+                   ::testing::EndsWith("(got 'pool.:handler')"));
+  EXPECT_EQ(parse({"--nep49", "pkg.sub:Outer.handler"}).nep49->text(), "pkg.sub:Outer.handler");
   EMM_EXPECT_THROW(UsageError, parse({"--nep49-library", "lib.so:"}),
                    "--nep49-library lib.so:: no symbol after ':' (PATH or PATH:SYMBOL)");
   EMM_EXPECT_THROW(UsageError, parse({"--plugin", "p.so", "--nep49", "m:a"}),
@@ -92,6 +104,11 @@ TEST(CertifyCli, UsageErrorsSayWhatIsWrong) {
                    "--plugin PATH is required (or, for a NumPy handler, --nep49 MODULE:ATTR or "
                    "--nep49-library PATH)");
   EMM_EXPECT_THROW(UsageError, parse({"--plugin"}), "--plugin needs a value");
+  EMM_EXPECT_THROW(UsageError, parse({"--python", "my_pool:"}),
+                   "--python needs MODULE[:ATTR] with dotted Python names, e.g. "
+                   "rmm.allocators.numba:RMMNumbaManager (got 'my_pool:')");
+  EMM_EXPECT_THROW(UsageError, parse({"--python", "2fast.pool"}),
+                   ::testing::EndsWith("(got '2fast.pool')"));
   EMM_EXPECT_THROW(UsageError, parse({"--plugin", "a.so", "--plugin", "b.so"}),
                    "--plugin is given more than once");
   EMM_EXPECT_THROW(UsageError, parse({"--plugin", "a.so", "--backend", "tpu"}),

@@ -5,8 +5,10 @@
 // to the working directory (scripts/fuzz.sh runs each target in its own scratch folder).
 //
 // Findings (abort): any exception but UsageError; an accepted command line that breaks what the
-// parser promises (a plugin path without a slash, --only naming a clause twice or a clause not
-// certified on plugins, a timeout outside 1..86400 s, no plugin without --help or --list).
+// parser promises: no subject (--plugin, --python or --nep49/--nep49-library) without --help
+// or --list, two subjects, a plugin path without a slash, a --python or --nep49 target that is
+// not dotted Python names, --only naming a clause twice or a clause of the other kind of subject
+// (plugin clauses for plugins, NEP49-* for handlers), a timeout outside 1..86400 s.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -16,7 +18,9 @@
 
 #include "emm/conformance/catalogue.hpp"
 #include "emm/conformance/certify_cli.hpp"
+#include "emm/conformance/nep49_subject.hpp"
 #include "emm/conformance/report_paths.hpp"
+#include "emm/python/dotted_name.hpp"
 #include "fuzz_support.hpp"
 
 namespace emm::fuzz {
@@ -36,16 +40,44 @@ std::vector<std::string_view> arguments_of(std::string_view input) {
   return arguments;
 }
 
+bool is_target(std::string_view text, bool attribute_required) {
+  const std::size_t colon = text.find(':');
+  if (colon == std::string_view::npos) return !attribute_required && python::is_dotted_name(text);
+  return python::is_dotted_name(text.substr(0, colon)) &&
+         python::is_dotted_name(text.substr(colon + 1));
+}
+
 void check_promises(const CertifyOptions& options) {
-  if (!options.help && !options.list && options.plugin_path.empty()) {
-    finding("a command line without --plugin, --help or --list was accepted");
+  const bool plugin = !options.plugin_path.empty() && options.python_target.empty();
+  const bool python = !options.python_target.empty();
+  const bool nep49 = options.nep49.has_value();
+  const int subjects = int{plugin} + int{python} + int{nep49};
+  if (subjects == 0 && !options.help && !options.list) {
+    finding(
+        "a command line without a subject (--plugin, --python, --nep49), --help or --list "
+        "was accepted");
   }
-  if (!options.plugin_path.empty() && options.plugin_path.find('/') == std::string::npos) {
+  if (subjects > 1) finding("a command line naming two subjects was accepted");
+  if (plugin && options.plugin_path.find('/') == std::string::npos) {
     finding("the plugin path '" + options.plugin_path + "' has no slash");
+  }
+  if (python && !is_target(options.python_target, false)) {
+    finding("the --python target '" + options.python_target + "' was accepted");
+  }
+  if (nep49 && options.nep49->kind == conformance::Nep49SubjectSpec::Kind::module &&
+      !is_target(options.nep49->text(), true)) {
+    finding("the --nep49 target '" + options.nep49->text() + "' was accepted");
+  }
+  if (nep49 && options.nep49->kind == conformance::Nep49SubjectSpec::Kind::library &&
+      (options.nep49->location.find('/') == std::string::npos || options.nep49->symbol.empty())) {
+    finding("the --nep49-library subject '" + options.nep49->text() + "' was accepted");
   }
   for (std::size_t i = 0; i < options.only.size(); ++i) {
     const conformance::Clause* clause = options.only[i];
-    if (clause == nullptr || !clause->plugin) finding("--only holds a clause not for plugins");
+    if (clause == nullptr) finding("--only holds no clause");
+    if (nep49 ? !clause->nep49 : !clause->plugin) {
+      finding("--only holds " + clause->id + ", not a clause for this subject");
+    }
     if (std::count(options.only.begin(), options.only.end(), clause) != 1) {
       finding("--only holds " + clause->id + " twice");
     }

@@ -8,7 +8,9 @@
 #include <stdexcept>
 
 #include "emm/conformance/catalogue.hpp"
+#include "emm/conformance/text_escaping.hpp"
 #include "emm/errors.hpp"
+#include "emm/python/dotted_name.hpp"
 #include "nep49/numpy_bridge_abi.hpp"
 
 namespace emm::conformance {
@@ -209,10 +211,16 @@ Nep49SubjectSpec Nep49SubjectSpec::module(std::string_view text) {
     throw std::invalid_argument(
         "--nep49 needs MODULE:ATTR, e.g. emm_nep49_pinned:handler or "
         "numpy:PyDataMem_DefaultHandler (got '" +
-        std::string(text) + "')");
+        visible_text(text) + "')");
   }
   spec.location = std::string(text.substr(0, colon));
   spec.symbol = std::string(text.substr(colon + 1));
+  if (!python::is_dotted_name(spec.location) || !python::is_dotted_name(spec.symbol)) {
+    throw std::invalid_argument(
+        "--nep49 needs MODULE:ATTR with dotted Python names (letters, digits, '_' and '.'), "
+        "e.g. emm_nep49_pinned:handler (got '" +
+        visible_text(text) + "')");
+  }
   return spec;
 }
 

@@ -7,7 +7,9 @@
 #include <cstdlib>
 #include <set>
 
+#include "emm/conformance/text_escaping.hpp"
 #include "emm/plugin_declaration.hpp"
+#include "emm/python/dotted_name.hpp"
 
 namespace emm::conformance {
 namespace {
@@ -207,6 +209,15 @@ CertifyOptions parse_certify_args(std::span<const std::string_view> args) {
     } else if (arg == "--python") {
       once();
       options.python_target = value();
+      const std::string_view target = options.python_target;
+      const std::size_t colon = target.find(':');
+      if (!python::is_dotted_name(target.substr(0, colon)) ||
+          (colon != std::string_view::npos && !python::is_dotted_name(target.substr(colon + 1)))) {
+        throw UsageError(
+            "--python needs MODULE[:ATTR] with dotted Python names, e.g. "
+            "rmm.allocators.numba:RMMNumbaManager (got '" +
+            visible_text(options.python_target) + "')");
+      }
     } else if (arg == "--capabilities") {
       once();
       const std::string text = value();
@@ -218,7 +229,8 @@ CertifyOptions parse_certify_args(std::span<const std::string_view> args) {
           std::string known;
           for (const CapabilityField& each : kCapabilityFields) {
             if (each.name == "runs_on_fake_driver" || each.name == "host_only_derived") continue;
-            known += (known.empty() ? "" : ",") + std::string(each.name);
+            if (!known.empty()) known += ',';
+            known += each.name;
           }
           throw UsageError("--capabilities: '" + name +
                            "' is not a capability a Python plugin can declare; use some of " +
