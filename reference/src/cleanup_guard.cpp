@@ -1,9 +1,9 @@
 #include "emm/cleanup_guard.hpp"
 
-#include "emm/diagnostics.hpp"
-
 #include <exception>
 #include <utility>
+
+#include "emm/diagnostics.hpp"
 
 namespace emm {
 

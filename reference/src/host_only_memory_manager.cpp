@@ -1,14 +1,14 @@
 #include "emm/host_only_memory_manager.hpp"
 
+#include <exception>
+#include <vector>
+
 #include "emm/context.hpp"
 #include "emm/diagnostics.hpp"
 #include "emm/driver.hpp"
 #include "emm/errors.hpp"
 #include "emm/managed_memory.hpp"
 #include "emm/runtime.hpp"
-
-#include <exception>
-#include <vector>
 
 namespace emm {
 
@@ -84,8 +84,8 @@ void HostOnlyCUDAMemoryManager::release_all() {
   state_->deallocations.clear();
 }
 
-HostAllocation HostOnlyCUDAMemoryManager::memhostalloc(std::size_t size, bool mapped,
-                                                       bool portable, bool wc) {
+HostAllocation HostOnlyCUDAMemoryManager::memhostalloc(std::size_t size, bool mapped, bool portable,
+                                                       bool wc) {
   Driver& d = driver();
   const unsigned flags = (mapped ? CU_MEMHOSTALLOC_DEVICEMAP : 0u) |
                          (portable ? CU_MEMHOSTALLOC_PORTABLE : 0u) |
@@ -176,8 +176,6 @@ void HostOnlyCUDAMemoryManager::initialize() {}
 
 void HostOnlyCUDAMemoryManager::reset() { release_all(); }
 
-CleanupGuard HostOnlyCUDAMemoryManager::defer_cleanup() {
-  return state_->deallocations.disable();
-}
+CleanupGuard HostOnlyCUDAMemoryManager::defer_cleanup() { return state_->deallocations.disable(); }
 
 }  // namespace emm

@@ -11,9 +11,10 @@ std::shared_ptr<MemoryPointer> NumbaCUDAMemoryManager::memalloc(std::size_t size
   const auto key = static_cast<std::uintptr_t>(pointer);
   std::shared_ptr<AutoFreePointer> memory;
   try {
-    memory = std::make_shared<AutoFreePointer>(
-        context(), pointer, size, nullptr,
-        deferred_finalizer(key, [&d, pointer] { d.mem_free(pointer); }, size));
+    memory =
+        std::make_shared<AutoFreePointer>(context(), pointer, size, nullptr,
+                                          deferred_finalizer(
+                                              key, [&d, pointer] { d.mem_free(pointer); }, size));
   } catch (...) {
     d.mem_free(pointer);
     throw;

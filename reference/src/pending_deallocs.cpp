@@ -1,12 +1,12 @@
 #include "emm/pending_deallocs.hpp"
 
-#include "emm/diagnostics.hpp"
-
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <exception>
 #include <utility>
+
+#include "emm/diagnostics.hpp"
 
 namespace emm {
 namespace {

@@ -32,9 +32,9 @@ TEST(Catalogue, IsTheEmbeddedTsvWithEveryGroupOfTheSpecification) {
   EXPECT_EQ(catalogue().version(), "1.0");
   std::set<std::string> groups;
   for (const Clause& clause : catalogue().clauses()) groups.emplace(clause.group());
-  EXPECT_EQ(groups, (std::set<std::string>{"REG", "LIFE", "ALLOC", "FIN", "DEFER", "DEALLOC",
-                                           "INFO", "IPC", "MANAGED", "DEV", "CTX", "PERF",
-                                           "NEP49"}));
+  EXPECT_EQ(groups,
+            (std::set<std::string>{"REG", "LIFE", "ALLOC", "FIN", "DEFER", "DEALLOC", "INFO", "IPC",
+                                   "MANAGED", "DEV", "CTX", "PERF", "NEP49"}));
 }
 
 TEST(Catalogue, LevelsTargetsAndOptionalCapabilitiesFollowTheSpecification) {

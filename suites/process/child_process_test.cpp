@@ -18,12 +18,12 @@
 #include <climits>
 #include <cstddef>
 #include <cstdlib>
+#include <emm/conformance/testing/expect_throw.hpp>
 #include <iterator>
 #include <stdexcept>
 #include <string>
 #include <thread>
 
-#include <emm/conformance/testing/expect_throw.hpp>
 #include "process_test_support.hpp"
 
 namespace emm::conformance {

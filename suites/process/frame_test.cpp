@@ -3,10 +3,10 @@
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
+#include <emm/conformance/testing/expect_throw.hpp>
 #include <string>
 
 #include "emm/conformance/child_process.hpp"
-#include <emm/conformance/testing/expect_throw.hpp>
 
 namespace emm::conformance {
 namespace {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <emm/conformance/testing/expect_throw.hpp>
 #include <memory>
 #include <string>
 
@@ -16,7 +17,6 @@
 #include "emm/fake/fake_driver.hpp"
 #include "emm/ipc_handle.hpp"
 #include "emm/runtime.hpp"
-#include <emm/conformance/testing/expect_throw.hpp>
 
 namespace emm::conformance {
 namespace {

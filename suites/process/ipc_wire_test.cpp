@@ -5,9 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <string>
-
 #include <emm/conformance/testing/expect_throw.hpp>
+#include <string>
 
 namespace emm::conformance {
 namespace {

@@ -28,14 +28,14 @@
 // itself thread-safe must accept concurrent calls (ALLOC-10).
 #pragma once
 
+#include <cstddef>
+#include <memory>
+
 #include "emm/cleanup_guard.hpp"
 #include "emm/host_allocation.hpp"
 #include "emm/ipc_handle.hpp"
 #include "emm/memory_info.hpp"
 #include "emm/memory_pointer.hpp"
-
-#include <cstddef>
-#include <memory>
 
 namespace emm {
 
@@ -58,8 +58,8 @@ class BaseCUDAMemoryManager {
   // Device memory of `size` (> 0) bytes in the current context.
   virtual std::shared_ptr<MemoryPointer> memalloc(std::size_t size) = 0;
   // Page-locked host memory; mapped => MappedMemory, else PinnedMemory.
-  virtual HostAllocation memhostalloc(std::size_t size, bool mapped = false,
-                                      bool portable = false, bool wc = false) = 0;
+  virtual HostAllocation memhostalloc(std::size_t size, bool mapped = false, bool portable = false,
+                                      bool wc = false) = 0;
   // Pins [pointer, pointer + size) of existing host memory kept alive by `owner`.
   virtual HostAllocation mempin(std::shared_ptr<void> owner, void* pointer, std::size_t size,
                                 bool mapped = false) = 0;

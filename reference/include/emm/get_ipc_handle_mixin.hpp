@@ -9,10 +9,10 @@
 // A C++ mixin is a class template over its base. Thread-safety: as the driver's calls.
 #pragma once
 
-#include "emm/base_memory_manager.hpp"
-
 #include <memory>
 #include <type_traits>
+
+#include "emm/base_memory_manager.hpp"
 
 namespace emm {
 

@@ -9,11 +9,11 @@
 // A value type holding shared_ptrs; copies share the memory.
 #pragma once
 
-#include "emm/mapped_memory.hpp"
-#include "emm/pinned_memory.hpp"
-
 #include <memory>
 #include <variant>
+
+#include "emm/mapped_memory.hpp"
+#include "emm/pinned_memory.hpp"
 
 namespace emm {
 
@@ -39,7 +39,8 @@ class HostAllocation {
   std::shared_ptr<void> owned() const;
 
  private:
-  std::variant<std::monostate, std::shared_ptr<MemoryPointer>, std::shared_ptr<PinnedMemory>> memory_;
+  std::variant<std::monostate, std::shared_ptr<MemoryPointer>, std::shared_ptr<PinnedMemory>>
+      memory_;
 };
 
 }  // namespace emm

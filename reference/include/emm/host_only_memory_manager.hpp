@@ -26,14 +26,14 @@
 // Thread-safety: all members are safe to call concurrently.
 #pragma once
 
-#include "emm/base_memory_manager.hpp"
-#include "emm/pending_deallocs.hpp"
-
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+
+#include "emm/base_memory_manager.hpp"
+#include "emm/pending_deallocs.hpp"
 
 namespace emm {
 

@@ -7,9 +7,9 @@
 // Thread-safety and ownership: as MemoryPointer.
 #pragma once
 
-#include "emm/memory_pointer.hpp"
-
 #include <memory>
+
+#include "emm/memory_pointer.hpp"
 
 namespace emm {
 
@@ -20,8 +20,8 @@ class MappedMemory : public AutoFreePointer {
   MappedMemory(Context* context, void* host_pointer, std::size_t size,
                std::shared_ptr<void> owned = nullptr, Finalizer finalizer = {});
   // For plugins that already know the device pointer (no driver call).
-  MappedMemory(Context* context, void* host_pointer, CUdeviceptr device_pointer,
-               std::size_t size, std::shared_ptr<void> owned = nullptr, Finalizer finalizer = {});
+  MappedMemory(Context* context, void* host_pointer, CUdeviceptr device_pointer, std::size_t size,
+               std::shared_ptr<void> owned = nullptr, Finalizer finalizer = {});
 
   void* host_pointer() const noexcept { return host_pointer_; }
   const std::shared_ptr<void>& owned() const noexcept { return owned_; }

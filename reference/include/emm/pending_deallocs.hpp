@@ -19,14 +19,14 @@
 // one flush at a time, in queue order.
 #pragma once
 
-#include "emm/cleanup_guard.hpp"
-
 #include <cstddef>
 #include <deque>
 #include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
+
+#include "emm/cleanup_guard.hpp"
 
 namespace emm {
 

@@ -20,13 +20,13 @@
 // a plain set of flags. A version-1 plugin is rejected with a message asking for a rebuild.
 #pragma once
 
+#include <cstdint>
+#include <type_traits>
+
 #include "emm/base_memory_manager.hpp"
 #include "emm/host_only_memory_manager.hpp"
 #include "emm/plugin_declaration.hpp"
 #include "emm/version.hpp"  // kKitVersion, the kit version plugins were built against
-
-#include <cstdint>
-#include <type_traits>
 
 namespace emm {
 
