@@ -16,7 +16,7 @@ LoggedPointer::LoggedPointer(Context* context, std::shared_ptr<MemoryPointer> in
       inner_(std::move(inner)),
       recorder_(std::move(recorder)) {}
 
-LoggedPointer::~LoggedPointer() { run_finalizer_once(); }
+LoggedPointer::~LoggedPointer() { run_finalizer_at_destruction(); }
 
 std::shared_ptr<MemoryPointer> LoggedPointer::inner() const {
   std::lock_guard lock(mutex_);

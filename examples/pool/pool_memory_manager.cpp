@@ -35,21 +35,28 @@ constexpr std::size_t kMaxArenas = 1024;
 // What memalloc returns: a plain MemoryPointer (refct 1) whose finalizer gives its block back.
 // The block, its arena and the state live in the pointer itself rather than in the finalizer's
 // captures, so the std::function holds only `this` and no heap allocation is made for it; the
-// destructor runs the finalizer while those members still exist. `keep_alive` keeps the state
-// alive: the allocating thread's cache (its own reference count, so threads do not contend on
-// the state's), or the state itself when there is none. The generation says whether the block
-// is still the pool's (LIFE-7, LIFE-8).
+// destructor runs the finalizer while those members still exist. The state is kept alive by
+// the allocating thread's cache (`cache`, counted without atomics on that thread: see
+// ThreadCache::acquire_pointer), or by `keep_alive` when there is none (a thread exiting). The
+// generation says whether the block is still the pool's (LIFE-7, LIFE-8).
 class PoolPointer final : public MemoryPointer {
  public:
-  PoolPointer(Context* context, std::size_t size, std::shared_ptr<void> keep_alive,
-              PoolState* state, const ThreadCache::Item& item, std::uint64_t generation)
+  PoolPointer(Context* context, std::size_t size, ThreadCache* cache,
+              std::shared_ptr<void> keep_alive, PoolState* state, const ThreadCache::Item& item,
+              std::uint64_t generation)
       : MemoryPointer(context, item.address, size, nullptr, [this] { give_back(); }),
+        cache_(cache),
         keep_alive_(std::move(keep_alive)),
         state_(state),
         arena_(item.arena),
         block_(item.block),
-        generation_(generation) {}
-  ~PoolPointer() override { run_finalizer_once(); }
+        generation_(generation) {
+    if (cache_ != nullptr) cache_->acquire_pointer();
+  }
+  ~PoolPointer() override {
+    run_finalizer_at_destruction();
+    if (cache_ != nullptr) cache_->release_pointer();  // may destroy the cache and the state
+  }
 
  private:
   void give_back() {
@@ -72,6 +79,7 @@ class PoolPointer final : public MemoryPointer {
     state.free_block(*arena_, block_);
   }
 
+  ThreadCache* cache_;
   std::shared_ptr<void> keep_alive_;
   PoolState* state_;
   Arena* arena_;
@@ -80,13 +88,16 @@ class PoolPointer final : public MemoryPointer {
 };
 
 // The pointer memalloc returns for `item`; gives the block back if making it throws.
+// `cache` (this thread's, of `generation`) keeps the state alive, else `keep_alive` does.
 std::shared_ptr<MemoryPointer> make_pool_pointer(Context* context, PoolState& state,
-                                                 std::size_t size, std::shared_ptr<void> keep_alive,
+                                                 std::size_t size, ThreadCache* cache,
+                                                 std::shared_ptr<void> keep_alive,
                                                  const ThreadCache::Item& item,
                                                  std::uint64_t generation) {
   try {
     return std::allocate_shared<PoolPointer>(RecyclingAllocator<PoolPointer>(), context, size,
-                                             std::move(keep_alive), &state, item, generation);
+                                             cache, std::move(keep_alive), &state, item,
+                                             generation);
   } catch (...) {
     std::lock_guard lock(item.arena->mutex);
     if (state.generation.load(std::memory_order_relaxed) == generation) {
@@ -155,7 +166,8 @@ std::shared_ptr<MemoryPointer> PoolMemoryManager::memalloc(std::size_t size) {
   ThreadCache::Item item{};
   if (cache != nullptr && need <= ThreadCache::kMaxBlockBytes && (*cache)->take(need, item)) {
     // A block this thread freed before: no lock, no split (the cache is of this generation).
-    return make_pool_pointer(context(), state, size, *cache, item, (*cache)->generation);
+    return make_pool_pointer(context(), state, size, cache->get(), nullptr, item,
+                             (*cache)->generation);
   }
 
   // This thread's home arena; a thread with no cache (it is exiting) uses arena 0.
@@ -206,14 +218,11 @@ std::shared_ptr<MemoryPointer> PoolMemoryManager::memalloc(std::size_t size) {
     }
   }
 
-  // The pointer keeps the pool alive through this thread's cache (its own reference count).
-  std::shared_ptr<void> keep_alive;
+  // The pointer keeps the pool alive through this thread's cache (counted without atomics).
   if (cache != nullptr && (*cache)->generation == generation) {
-    keep_alive = *cache;
-  } else {
-    keep_alive = pool_;
+    return make_pool_pointer(context(), state, size, cache->get(), nullptr, item, generation);
   }
-  return make_pool_pointer(context(), state, size, std::move(keep_alive), item, generation);
+  return make_pool_pointer(context(), state, size, nullptr, pool_, item, generation);
 }
 
 void PoolMemoryManager::initialize() {

@@ -474,6 +474,49 @@ TEST_F(PoolTest, AThreadGivesItsParkedBlocksBackWhenItExits) {
   EXPECT_EQ(after.slab_count, 1u);
 }
 
+// A thread's cache counts the pointers made on its thread without atomics while the thread runs
+// (ThreadCache::acquire_pointer). Pointers made on a thread that then exits, released on other
+// threads before and after the pool is gone, must keep the cache and the state alive exactly as
+// long as they live: a cache freed early is a use after free, one never freed a leak (both
+// reported by the asan-ubsan stage, whose LeakSanitizer runs at exit).
+TEST_F(PoolTest, LIFE_8_PointersOutliveTheThreadThatMadeThemAndThePool) {
+  RecordProperty("clause", "LIFE-8");
+  std::vector<std::shared_ptr<MemoryPointer>> made;
+  std::thread([&] {
+    context_->make_current();
+    for (int i = 0; i < 40; ++i) made.push_back(context_->memalloc(256 + 256 * (i % 5)));
+    context_->memalloc(1024).reset();  // made and released on the owning thread
+  }).join();
+  // Half released on a third thread while the pool lives, after their thread retired its cache.
+  std::thread([&] {
+    for (std::size_t i = 0; i < made.size(); i += 2) made[i].reset();
+  }).join();
+  EXPECT_EQ(pool().statistics().allocated_blocks, made.size() / 2);
+  driver_->primary_ctx_retain(0);
+  runtime_.close();  // the pool is destroyed; the other half still holds its state
+  EXPECT_EQ(driver_->device_bytes_in_use(), 0u);
+  made.clear();  // the last one drops the cache and with it the state
+  EXPECT_EQ(driver_->invalid_frees(), 0u);
+  driver_->primary_ctx_release(0);
+}
+
+// The same without another thread: the owning thread's plain count and a release on another
+// thread while the owner still runs meet in the one sum at the owner's exit.
+TEST_F(PoolTest, ALLOC_10_APointerReleasedElsewhereWhileItsThreadRunsIsCountedOnce) {
+  RecordProperty("clause", "ALLOC-10");
+  std::shared_ptr<MemoryPointer> handed_over;
+  std::thread([&] {
+    context_->make_current();
+    auto kept = context_->memalloc(4096);
+    handed_over = context_->memalloc(4096);
+    std::thread([&] { handed_over.reset(); }).join();  // released remotely: atomic count
+    kept.reset();                                      // released here: plain count
+  }).join();
+  EXPECT_EQ(pool().statistics().allocated_blocks, 0u);
+  auto again = context_->memalloc(4096);  // the pool is intact and usable
+  EXPECT_NE(again->device_pointer(), 0u);
+}
+
 TEST_F(PoolTest, LIFE_7_BlocksParkedBeforeResetAreNeverHandedOutAgain) {
   RecordProperty("clause", "LIFE-7");
   auto parked = context_->memalloc(2000);

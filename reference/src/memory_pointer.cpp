@@ -20,9 +20,13 @@ MemoryPointer::MemoryPointer(Context* context, CUdeviceptr pointer, std::size_t 
       owner_(std::move(owner)),
       finalizer_(std::move(finalizer)) {}
 
-MemoryPointer::~MemoryPointer() { run_finalizer_once(); }
+MemoryPointer::~MemoryPointer() { run_finalizer_at_destruction(); }
 
 bool MemoryPointer::run_finalizer_once() noexcept { return finalizer_.run(kFinalizerName); }
+
+bool MemoryPointer::run_finalizer_at_destruction() noexcept {
+  return finalizer_.run_at_destruction(kFinalizerName);
+}
 
 std::shared_ptr<MemoryPointer> MemoryPointer::owner() {
   if (owner_) return owner_;

@@ -29,6 +29,19 @@ bool OnceFinalizer::run(const char* what) noexcept {
   return true;
 }
 
+bool OnceFinalizer::run_at_destruction(const char* what) noexcept {
+  if (!managed_ || finalized_.load(std::memory_order_relaxed)) return false;
+  finalized_.store(true, std::memory_order_relaxed);
+  try {
+    finalizer_();
+  } catch (const std::exception& error) {
+    Diagnostics::ignored_exception(what, error.what());
+  } catch (...) {
+    Diagnostics::ignored_exception(what, "unknown exception");
+  }
+  return true;
+}
+
 void OnceFinalizer::free(const char* what) {
   if (!managed_) return;
   if (!run(what)) throw PointerLifetimeError("Freeing dead memory");

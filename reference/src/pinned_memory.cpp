@@ -16,7 +16,7 @@ PinnedMemory::PinnedMemory(Context* context, void* host_pointer, std::size_t siz
       owned_(std::move(owned)),
       finalizer_(std::move(finalizer)) {}
 
-PinnedMemory::~PinnedMemory() { finalizer_.run(kFinalizerName); }
+PinnedMemory::~PinnedMemory() { finalizer_.run_at_destruction(kFinalizerName); }
 
 void PinnedMemory::free() { finalizer_.free(kFinalizerName); }
 

@@ -10,8 +10,24 @@ namespace emm::examples::detail {
 // --- ThreadCache -------------------------------------------------------------------------------
 
 ThreadCache::ThreadCache(std::shared_ptr<PoolState> owner, std::uint64_t owner_generation,
-                         Arena& home_arena)
-    : state(std::move(owner)), generation(owner_generation), home(home_arena) {}
+                         Arena& home_arena, const ThreadCaches* owner_thread)
+    : state(std::move(owner)),
+      generation(owner_generation),
+      home(home_arena),
+      owner_thread_(owner_thread) {}
+
+void ThreadCache::retire(const std::shared_ptr<ThreadCache>& cache) noexcept {
+  ThreadCache& retiring = *cache;
+  // From here on every release counts down the atomic count, this thread's too.
+  retiring.owner_thread_.store(nullptr, std::memory_order_relaxed);
+  const std::int64_t merged = retiring.owner_pointers_ - kOwnerBias;
+  retiring.self_ = cache;
+  // Nothing of `retiring` may be touched after a non-zero sum: its last pointer, on another
+  // thread, may destroy it at once.
+  if (retiring.shared_pointers_.fetch_add(merged, std::memory_order_acq_rel) + merged == 0) {
+    retiring.self_.reset();  // no pointer is left
+  }
+}
 
 void ThreadCache::flush(bool unregister) {
   FirstError first;
@@ -139,12 +155,16 @@ Arena& PoolState::assign_home_arena() noexcept {
 std::shared_ptr<ThreadCache>* ThreadCaches::find_slow(PoolState& state, std::uint64_t generation) {
   last_ = nullptr;
   // Forget caches made inert by a reset or a destroyed pool (their blocks are not the pool's).
-  std::erase_if(caches_, [](const auto& cache) { return !cache->current(); });
+  std::erase_if(caches_, [](const auto& cache) {
+    if (cache->current()) return false;
+    ThreadCache::retire(cache);
+    return true;
+  });
   for (auto& cache : caches_) {
     if (cache->state.get() == &state) return last_ = &cache;
   }
   auto cache = std::make_shared<ThreadCache>(state.shared_from_this(), generation,
-                                             state.assign_home_arena());
+                                             state.assign_home_arena(), this);
   {
     std::lock_guard lock(state.registry_mutex);
     if (!cache->current()) return nullptr;
@@ -174,6 +194,7 @@ ThreadCaches::~ThreadCaches() {
     } catch (const std::exception& error) {
       Diagnostics::ignored_exception("PoolMemoryManager thread exit", error.what());
     }
+    ThreadCache::retire(cache);
   }
 }
 

@@ -87,6 +87,10 @@ class MemoryPointer : public std::enable_shared_from_this<MemoryPointer> {
   // Runs the finalizer if it has not run yet; reports (never throws) finalizer exceptions.
   // Returns true if it ran it now.
   bool run_finalizer_once() noexcept;
+  // run_finalizer_once() for destructors (a subclass whose finalizer reads its own members
+  // runs it in its destructor, before they are gone): no other thread can reach a pointer
+  // being destroyed, so no atomic exchange is paid on the release path.
+  bool run_finalizer_at_destruction() noexcept;
   void set_refct(long value) noexcept { refct_.store(value, std::memory_order_release); }
 
  private:

@@ -11,7 +11,7 @@
 // Its captured state is dropped as soon as it has run.
 //
 // Ownership: holds the finalizer. Thread-safety: run(), free() and alive() may race; exactly one
-// run() or free() runs the finalizer.
+// run() or free() runs the finalizer. run_at_destruction() is for the holder's destructor only.
 #pragma once
 
 #include <atomic>
@@ -34,6 +34,11 @@ class OnceFinalizer {
   // Runs the finalizer if it has not run yet. `what` names it in a diagnostic ("MemoryPointer
   // finalizer"). Returns true if this call ran it.
   bool run(const char* what) noexcept;
+  // run() for the holder's destructor. Destruction means no other thread can reach the holder
+  // (the last std::shared_ptr is gone), so there is no race to settle: a plain load and store
+  // instead of an atomic exchange, and the finalizer's captures go with the holder. This is
+  // the path every allocation's release takes, so it is kept to what it must do.
+  bool run_at_destruction(const char* what) noexcept;
   // NBEP 7 free(): unmanaged, nothing; else runs the finalizer, and throws
   // PointerLifetimeError("Freeing dead memory") if it had run already.
   void free(const char* what);
