@@ -356,4 +356,35 @@ void expect_no_ignored_exceptions(ClauseRun& run, const Diagnostics::Capture& ca
                             : ""));
 }
 
+bool alive(const std::weak_ptr<MemoryPointer>& base) {
+  const auto owner = base.lock();
+  return owner && (!owner->is_managed() || owner->finalizer_alive());
+}
+
+bool finalized(const std::weak_ptr<MemoryPointer>& base) {
+  const auto owner = base.lock();
+  return !owner || (owner->is_managed() && !owner->finalizer_alive());
+}
+
+bool exact_driver_allocation(const std::optional<AddressRange>& block, CUdeviceptr pointer,
+                             std::size_t size) {
+  return block && block->base == pointer && block->size == size;
+}
+
+std::vector<std::shared_ptr<MemoryPointer>> six_references(
+    const std::shared_ptr<MemoryPointer>& memory) {
+  return {memory,          memory,          memory->own(),
+          memory->view(0), memory->view(1), memory->view(16, 4096)->view(8)};
+}
+
+std::string reference_names(const std::array<const char*, 6>& labels,
+                            const std::vector<std::size_t>& indices) {
+  std::string text;
+  for (std::size_t i : indices) {
+    if (!text.empty()) text += ", ";
+    text += labels[i];
+  }
+  return text;
+}
+
 }  // namespace emm::conformance::checks

@@ -11,6 +11,7 @@
 // an id that is not in the catalogue does not compile and a missing body does not link.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -145,5 +146,22 @@ class BareContext {
 // first; `when` says what was going on.
 void expect_no_ignored_exceptions(ClauseRun& run, const Diagnostics::Capture& capture,
                                   std::string_view when);
+
+// --- an allocation referenced six ways (FIN-1's and MANAGED-2's release-order scenarios) -------
+// True while the allocation behind `base` has not been finalized.
+bool alive(const std::weak_ptr<MemoryPointer>& base);
+// True once it has: gone, or its finalizer ran.
+bool finalized(const std::weak_ptr<MemoryPointer>& base);
+// True when the driver block at `pointer` is exactly this allocation (the plugin allocates
+// straight from the driver), so the driver shows when it is freed.
+bool exact_driver_allocation(const std::optional<AddressRange>& block, CUdeviceptr pointer,
+                             std::size_t size);
+// `memory` itself, a copy of it, its own(), its view(0), its view(1) and
+// view(16, 4096)->view(8), in that order (what `labels` of six names describe).
+std::vector<std::shared_ptr<MemoryPointer>> six_references(
+    const std::shared_ptr<MemoryPointer>& memory);
+// "label, label, ..." for `indices` into those six.
+std::string reference_names(const std::array<const char*, 6>& labels,
+                            const std::vector<std::size_t>& indices);
 
 }  // namespace emm::conformance::checks

@@ -19,33 +19,6 @@ constexpr std::array<const char*, 6> kReferenceNames = {
     "the pointer memalloc returned", "a copy of it", "its own()", "its view(0)", "its view(1)",
     "its view(16, 4096)->view(8)"};
 
-std::string names(const std::vector<std::size_t>& indices) {
-  std::string text;
-  for (std::size_t i : indices) {
-    if (!text.empty()) text += ", ";
-    text += kReferenceNames[i];
-  }
-  return text;
-}
-
-// True while the allocation behind `base` has not been finalized.
-bool alive(const std::weak_ptr<MemoryPointer>& base) {
-  const auto owner = base.lock();
-  return owner && (!owner->is_managed() || owner->finalizer_alive());
-}
-
-bool finalized(const std::weak_ptr<MemoryPointer>& base) {
-  const auto owner = base.lock();
-  return !owner || (owner->is_managed() && !owner->finalizer_alive());
-}
-
-// True when the driver block at `pointer` is exactly this allocation (the plugin allocates
-// straight from the driver), so the driver shows when it is freed.
-bool exact_driver_allocation(const std::optional<AddressRange>& block, CUdeviceptr pointer,
-                             std::size_t size) {
-  return block && block->base == pointer && block->size == size;
-}
-
 // For a plugin declaring no_caching: after the last reference and a flush point, a block the
 // plugin took straight from the driver is back with the driver.
 void expect_returned_to_driver(ClauseRun& run, const std::optional<AddressRange>& block,
@@ -80,13 +53,7 @@ void scenario(ClauseRun& run, Context& context, const std::vector<std::size_t>& 
   const std::optional<AddressRange> block = run.backend().driver_block(pointer);
   const std::weak_ptr<MemoryPointer> base = memory->owner();
 
-  std::vector<std::shared_ptr<MemoryPointer>> refs(kReferenceNames.size());
-  refs[0] = memory;
-  refs[1] = memory;
-  refs[2] = memory->own();
-  refs[3] = memory->view(0);
-  refs[4] = memory->view(1);
-  refs[5] = memory->view(16, 4096)->view(8);
+  std::vector<std::shared_ptr<MemoryPointer>> refs = six_references(memory);
   memory.reset();
 
   std::vector<std::size_t> dropped;
@@ -94,8 +61,9 @@ void scenario(ClauseRun& run, Context& context, const std::vector<std::size_t>& 
     refs[order[step]].reset();
     dropped.push_back(order[step]);
     std::vector<std::size_t> remaining(order.begin() + static_cast<long>(step) + 1, order.end());
-    const std::string state = str("after dropping ", names(dropped), " while ", names(remaining),
-                                  " still reference(s) it ", where);
+    const std::string state =
+        str("after dropping ", reference_names(kReferenceNames, dropped), " while ",
+            reference_names(kReferenceNames, remaining), " still reference(s) it ", where);
     if (!alive(base)) run.fail("the finalizer ran " + state);
     if (block && !run.backend().driver_block(pointer)) {
       run.fail("the driver allocation was freed " + state);

@@ -124,37 +124,12 @@ void flush(ClauseRun& run, Context& context, std::string_view when) {
   }
 }
 
-// True while the allocation behind `base` has not been finalized.
-bool alive(const std::weak_ptr<MemoryPointer>& base) {
-  const auto owner = base.lock();
-  return owner && (!owner->is_managed() || owner->finalizer_alive());
-}
-
-bool finalized(const std::weak_ptr<MemoryPointer>& base) {
-  const auto owner = base.lock();
-  return !owner || (owner->is_managed() && !owner->finalizer_alive());
-}
-
-bool exact_driver_allocation(const std::optional<AddressRange>& block, CUdeviceptr pointer,
-                             std::size_t size) {
-  return block && block->base == pointer && block->size == size;
-}
-
 constexpr std::array<const char*, 6> kReferenceNames = {"the pointer memallocmanaged returned",
                                                         "a copy of it",
                                                         "its own()",
                                                         "its view(0)",
                                                         "its view(1)",
                                                         "its view(16, 4096)->view(8)"};
-
-std::string names(const std::vector<std::size_t>& indices) {
-  std::string text;
-  for (std::size_t i : indices) {
-    if (!text.empty()) text += ", ";
-    text += kReferenceNames[i];
-  }
-  return text;
-}
 
 // One allocation, referenced six ways and released in `order`: the finalizer runs only after
 // the last release, and then it runs.
@@ -175,13 +150,7 @@ void lifetime(ClauseRun& run, Context& context, const std::vector<std::size_t>& 
   const std::optional<AddressRange> block = run.backend().driver_block(pointer);
   const std::weak_ptr<MemoryPointer> base = memory->owner();
 
-  std::vector<std::shared_ptr<MemoryPointer>> refs(kReferenceNames.size());
-  refs[0] = memory;
-  refs[1] = memory;
-  refs[2] = memory->own();
-  refs[3] = memory->view(0);
-  refs[4] = memory->view(1);
-  refs[5] = memory->view(16, 4096)->view(8);
+  std::vector<std::shared_ptr<MemoryPointer>> refs = six_references(memory);
   memory.reset();
 
   std::vector<std::size_t> dropped;
@@ -190,8 +159,9 @@ void lifetime(ClauseRun& run, Context& context, const std::vector<std::size_t>& 
     dropped.push_back(order[step]);
     const std::vector<std::size_t> remaining(order.begin() + static_cast<long>(step) + 1,
                                              order.end());
-    const std::string state = str("after dropping ", names(dropped), " while ", names(remaining),
-                                  " still reference(s) it ", where);
+    const std::string state =
+        str("after dropping ", reference_names(kReferenceNames, dropped), " while ",
+            reference_names(kReferenceNames, remaining), " still reference(s) it ", where);
     if (!alive(base)) run.fail(str("the finalizer of ", call, " ran ", state));
     if (block && !run.backend().driver_block(pointer)) {
       run.fail(str("the driver allocation of ", call, " at ", hex(pointer), " was freed ", state));
