@@ -33,18 +33,18 @@ constexpr std::size_t kMaxAutoArenas = 32;
 constexpr std::size_t kMaxArenas = 1024;
 
 // What memalloc returns: a plain MemoryPointer (refct 1) whose finalizer gives its block back.
-// The block, its arena and the state live in the pointer itself rather than in the finalizer's
-// captures, so the std::function holds only `this` and no heap allocation is made for it; the
-// destructor runs the finalizer while those members still exist. The state is kept alive by
-// the allocating thread's cache (`cache`, counted without atomics on that thread: see
-// ThreadCache::acquire_pointer), or by `keep_alive` when there is none (a thread exiting). The
-// generation says whether the block is still the pool's (LIFE-7, LIFE-8).
+// The block, its arena and the state live in the pointer itself, and the finalizer is the
+// static finalize() on `this` (MemoryPointer's function-and-argument form: no std::function to
+// build and destroy per allocation); the destructor runs it while those members still exist. The
+// state is kept alive by the allocating thread's cache (`cache`, counted without atomics on that
+// thread: see ThreadCache::acquire_pointer), or by `keep_alive` when there is none (a thread
+// exiting). The generation says whether the block is still the pool's (LIFE-7, LIFE-8).
 class PoolPointer final : public MemoryPointer {
  public:
   PoolPointer(Context* context, std::size_t size, ThreadCache* cache,
               std::shared_ptr<void> keep_alive, PoolState* state, const ThreadCache::Item& item,
               std::uint64_t generation)
-      : MemoryPointer(context, item.address, size, nullptr, [this] { give_back(); }),
+      : MemoryPointer(context, item.address, size, nullptr, &PoolPointer::finalize, this),
         cache_(cache),
         keep_alive_(std::move(keep_alive)),
         state_(state),
@@ -59,18 +59,23 @@ class PoolPointer final : public MemoryPointer {
   }
 
  private:
+  static void finalize(void* self) { static_cast<PoolPointer*>(self)->give_back(); }
+
   void give_back() {
     PoolState& state = *state_;
     // The pool was reset or destroyed since: it released every slab already (LIFE-7, LIFE-8).
     if (state.generation.load(std::memory_order_acquire) != generation_) return;
     const std::size_t rounded = SlabAllocator::round_up(std::max<std::size_t>(size(), 1));
+    const ThreadCache::Item item{arena_, block_, device_pointer()};
     if (rounded <= ThreadCache::kMaxBlockBytes) {
-      // A reset racing with this leaves the block in an inert cache, which is what it wants.
-      ThreadCaches* caches = thread_caches();
-      if (std::shared_ptr<ThreadCache>* cache = caches ? caches->find(state) : nullptr) {
-        if ((*cache)->generation == generation_ &&
-            (*cache)->put(ThreadCache::Item{arena_, block_, device_pointer()}, rounded)) {
-          return;
+      // Freed on the thread that made it (the common case): straight into that thread's cache,
+      // which is of this generation. A reset racing with this leaves the block in an inert
+      // cache, which is what it wants.
+      if (cache_ != nullptr && cache_->owned_here()) {
+        if (cache_->put(item, rounded)) return;
+      } else if (ThreadCaches* caches = thread_caches()) {
+        if (std::shared_ptr<ThreadCache>* cache = caches->find(state)) {
+          if ((*cache)->generation == generation_ && (*cache)->put(item, rounded)) return;
         }
       }
     }

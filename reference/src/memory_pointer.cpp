@@ -20,6 +20,15 @@ MemoryPointer::MemoryPointer(Context* context, CUdeviceptr pointer, std::size_t 
       owner_(std::move(owner)),
       finalizer_(std::move(finalizer)) {}
 
+MemoryPointer::MemoryPointer(Context* context, CUdeviceptr pointer, std::size_t size,
+                             std::shared_ptr<MemoryPointer> owner, void (*finalize)(void*),
+                             void* argument)
+    : context_(context),
+      pointer_(pointer),
+      size_(size),
+      owner_(std::move(owner)),
+      finalizer_(finalize, argument) {}
+
 MemoryPointer::~MemoryPointer() { run_finalizer_at_destruction(); }
 
 bool MemoryPointer::run_finalizer_once() noexcept { return finalizer_.run(kFinalizerName); }

@@ -11,6 +11,9 @@ namespace emm::detail {
 OnceFinalizer::OnceFinalizer(std::function<void()> finalizer) noexcept
     : finalizer_(std::move(finalizer)), managed_(static_cast<bool>(finalizer_)) {}
 
+OnceFinalizer::OnceFinalizer(void (*function)(void*), void* argument) noexcept
+    : function_(function), argument_(argument), managed_(true) {}
+
 bool OnceFinalizer::alive() const noexcept {
   return managed_ && !finalized_.load(std::memory_order_acquire);
 }
@@ -19,7 +22,7 @@ bool OnceFinalizer::run(const char* what) noexcept {
   if (!managed_ || finalized_.exchange(true, std::memory_order_acq_rel)) return false;
   // FIN-6: a finalizer must not throw; if it does, report it and carry on.
   try {
-    finalizer_();
+    call();
   } catch (const std::exception& error) {
     Diagnostics::ignored_exception(what, error.what());
   } catch (...) {
@@ -33,7 +36,7 @@ bool OnceFinalizer::run_at_destruction(const char* what) noexcept {
   if (!managed_ || finalized_.load(std::memory_order_relaxed)) return false;
   finalized_.store(true, std::memory_order_relaxed);
   try {
-    finalizer_();
+    call();
   } catch (const std::exception& error) {
     Diagnostics::ignored_exception(what, error.what());
   } catch (...) {

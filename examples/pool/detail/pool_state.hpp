@@ -111,6 +111,8 @@ struct ThreadCache {
   // about 10 ns: the two that a std::shared_ptr copy and release cost were a fifth of a pair.
   void acquire_pointer() noexcept { ++owner_pointers_; }  // the owning thread, at memalloc
   inline void release_pointer() noexcept;                 // any thread, at destruction
+  // Whether the calling thread owns this cache and has not let it go (any thread may ask).
+  inline bool owned_here() const noexcept;
   // The owning thread lets `cache` go (it is leaving its ThreadCaches).
   static void retire(const std::shared_ptr<ThreadCache>& cache) noexcept;
 
@@ -289,9 +291,13 @@ inline ThreadCaches* thread_caches() {
   return make_thread_caches();
 }
 
-void ThreadCache::release_pointer() noexcept {
+bool ThreadCache::owned_here() const noexcept {
   const ThreadCaches* here = t_thread_caches;
-  if (here != nullptr && owner_thread_.load(std::memory_order_relaxed) == here) {
+  return here != nullptr && owner_thread_.load(std::memory_order_relaxed) == here;
+}
+
+void ThreadCache::release_pointer() noexcept {
+  if (owned_here()) {
     --owner_pointers_;
     return;
   }

@@ -82,6 +82,13 @@ class MemoryPointer : public std::enable_shared_from_this<MemoryPointer> {
   void drop_reference() noexcept;
 
  protected:
+  // For a subclass whose finalizer is its own code (the pool example's pointer gives its block
+  // back): `finalize(argument)` is the finalizer, with no std::function to build, move and
+  // destroy on every allocation. Such a subclass runs the finalizer in its destructor (see
+  // run_finalizer_at_destruction()), while the members `finalize` reads still exist.
+  MemoryPointer(Context* context, CUdeviceptr pointer, std::size_t size,
+                std::shared_ptr<MemoryPointer> owner, void (*finalize)(void*), void* argument);
+
   // Called when refct drops to 0; AutoFreePointer frees here.
   virtual void on_refct_zero() noexcept {}
   // Runs the finalizer if it has not run yet; reports (never throws) finalizer exceptions.

@@ -6,6 +6,10 @@
 //   finalizer_.run("MemoryPointer finalizer");   // already ran: false, nothing happens
 //   finalizer_.free("MemoryPointer finalizer");  // already ran: PointerLifetimeError
 //
+// The finalizer is either a std::function or a plain function with one argument (what a
+// subclass whose finalizer is one of its own members uses: nothing to construct, move or destroy
+// per allocation, one direct call to run it).
+//
 // The finalizer runs at most once, in whichever thread calls run() or free() first. It must not
 // throw; if it does, the exception is reported through emm::Diagnostics and swallowed (FIN-6).
 // Its captured state is dropped as soon as it has run.
@@ -23,6 +27,8 @@ class OnceFinalizer {
  public:
   // An empty `finalizer` makes an unmanaged holder: run() and free() then do nothing.
   explicit OnceFinalizer(std::function<void()> finalizer) noexcept;
+  // `function(argument)` is the finalizer (managed); `function` must not be null.
+  OnceFinalizer(void (*function)(void*), void* argument) noexcept;
   OnceFinalizer(const OnceFinalizer&) = delete;
   OnceFinalizer& operator=(const OnceFinalizer&) = delete;
 
@@ -44,7 +50,11 @@ class OnceFinalizer {
   void free(const char* what);
 
  private:
+  void call() { function_ != nullptr ? function_(argument_) : finalizer_(); }
+
   std::function<void()> finalizer_;
+  void (*function_)(void*) = nullptr;
+  void* argument_ = nullptr;
   bool managed_;
   std::atomic<bool> finalized_{false};
 };
