@@ -17,6 +17,9 @@
 namespace emm::conformance {
 namespace {
 
+// The importer's first frame: it has started CUDA (or knows why it cannot) and takes requests.
+constexpr std::string_view kImporterReady = "emm-ipc-importer ready";
+
 bool executable(const std::string& path) {
   return !path.empty() && ::access(path.c_str(), X_OK) == 0;
 }
@@ -101,8 +104,8 @@ ImportResponse serve_import_request(Runtime& runtime, const ImportRequest& reque
   return response;
 }
 
-std::string answer_import_request(std::string_view request_bytes,
-                                  const std::function<std::unique_ptr<Runtime>()>& make_runtime) {
+std::string answer_import_request(std::string_view request_bytes, Runtime* runtime,
+                                  std::string_view why_none) {
   ImportResponse response;
   ImportRequest request;
   try {
@@ -111,12 +114,9 @@ std::string answer_import_request(std::string_view request_bytes,
     response.error = error.what();
     return encode_import_response(response);
   }
-  std::unique_ptr<Runtime> runtime;
-  try {
-    runtime = make_runtime();
-  } catch (const std::exception& error) {
+  if (runtime == nullptr) {
     const std::string why =
-        std::string("the importing process could not start CUDA: ") + error.what();
+        std::string("the importing process could not start CUDA: ") + std::string(why_none);
     for (std::size_t i = 0; i < request.items.size(); ++i)
       response.answers.push_back({false, {}, why});
     return encode_import_response(response);
@@ -124,21 +124,57 @@ std::string answer_import_request(std::string_view request_bytes,
   return encode_import_response(serve_import_request(*runtime, request));
 }
 
-int ipc_importer_main() {
-  std::optional<std::string> request;
+std::string answer_import_request(std::string_view request_bytes,
+                                  const std::function<std::unique_ptr<Runtime>()>& make_runtime) {
   try {
-    request = read_command_frame();
-  } catch (const ProcessError& error) {
-    ImportResponse response;
-    response.error = std::string("malformed IPC import request: ") + error.what();
-    send_result_frame(encode_import_response(response));
-    return 0;
+    decode_import_request(request_bytes);
+  } catch (const IpcWireError&) {
+    return answer_import_request(request_bytes, nullptr, "");  // the error, without CUDA
   }
-  if (!request) {
+  std::unique_ptr<Runtime> runtime;
+  std::string why_none;
+  try {
+    runtime = make_runtime();
+  } catch (const std::exception& error) {
+    why_none = error.what();
+  }
+  return answer_import_request(request_bytes, runtime.get(), why_none);
+}
+
+int ipc_importer_main() {
+  // CUDA first, before any request can arrive: the client starts this process ahead of its
+  // first import so that this overlaps its own work. Device 0's context is made here too (the
+  // one every request on a machine of one GPU opens its handles in).
+  std::unique_ptr<Runtime> runtime;
+  std::string why_none;
+  try {
+    runtime = cuda_runtime();
+    runtime->get_context(0).make_current();
+  } catch (const std::exception& error) {
+    runtime.reset();
+    why_none = error.what();
+  }
+  send_result_frame(std::string(kImporterReady));
+  bool answered = false;
+  for (;;) {
+    std::optional<std::string> request;
+    try {
+      request = read_command_frame();
+    } catch (const ProcessError& error) {
+      // The channel's framing is lost: answer with why, and take no further request.
+      ImportResponse response;
+      response.error = std::string("malformed IPC import request: ") + error.what();
+      send_result_frame(encode_import_response(response));
+      return 0;
+    }
+    if (!request) break;
+    send_result_frame(answer_import_request(*request, runtime.get(), why_none));
+    answered = true;
+  }
+  if (!answered) {
     std::fprintf(stderr, "emm-ipc-importer: the command channel closed before a request came\n");
     return 2;
   }
-  send_result_frame(answer_import_request(*request, cuda_runtime));
   return 0;
 }
 
@@ -158,41 +194,109 @@ std::string find_ipc_importer() {
   return "";
 }
 
-ImportResponse run_import(const std::string& importer, const ImportRequest& request,
-                          std::chrono::milliseconds timeout) {
-  const std::string wire = encode_import_request(request);
+ImporterProcess::ImporterProcess(std::string program) : program_(std::move(program)) {}
+
+void ImporterProcess::fail_process(const std::string& what) {
+  const ChildEnd end = child_->kill();
+  const std::string text =
+      program_ + " " + end.describe() + "; " + what + "; " + output_of(*child_);
+  child_.reset();
+  ready_ = false;
+  throw ProcessError(text);
+}
+
+void ImporterProcess::start() {
+  if (child_ && child_->running()) return;
   ChildOptions options;
   options.command_channel = true;
   options.result_channel = true;
-  const auto deadline = ChildProcess::Clock::now() + timeout;
-  ChildProcess child = ChildProcess::exec(importer, {}, options);
-  child.send_command(wire);
-  child.close_command_channel();
-  const FrameWait answer = child.wait_for_frame(deadline);
-  // Reaped (or killed at the deadline) either way: an importer that answered but hangs on its
-  // way out does not cost its answer.
-  const ChildEnd end = child.wait(deadline);
-  if (answer.status != FrameWait::Status::frame) {
-    const std::string channel =
-        answer.status == FrameWait::Status::garbage || !answer.problem.empty()
-            ? "its answer was not a frame: " + answer.problem
-            : "it sent no answer";
-    throw ProcessError(importer + " " + end.describe() + "; " + channel + "; " + output_of(child));
+  child_.emplace(ChildProcess::exec(program_, {}, options));
+  ready_ = false;
+}
+
+bool ImporterProcess::wait_ready(Clock::time_point deadline, std::string& problem) {
+  if (!child_) {
+    problem = "no importing process runs";
+    return false;
   }
-  if (!child.result_bytes().empty()) {
-    throw IpcWireError(importer + " sent " + std::to_string(child.result_bytes().size()) +
-                       " bytes after its answer; " + output_of(child));
+  if (ready_) return true;
+  const FrameWait wait = child_->wait_for_frame(deadline);
+  if (wait.status == FrameWait::Status::frame && wait.payload == kImporterReady) {
+    ready_ = true;
+    return true;
+  }
+  problem = wait.status == FrameWait::Status::frame ? "its first frame was not the ready frame"
+            : wait.status == FrameWait::Status::garbage
+                ? "its first bytes were not a frame: " + wait.problem
+            : wait.status == FrameWait::Status::deadline ? "it did not start CUDA in time"
+                                                         : "it ended before it was ready";
+  const ChildEnd end = child_->kill();
+  problem = program_ + " " + end.describe() + "; " + problem + "; " + output_of(*child_);
+  child_.reset();
+  return false;
+}
+
+ImportResponse ImporterProcess::import(const ImportRequest& request,
+                                       std::chrono::milliseconds timeout) {
+  const std::string wire = encode_import_request(request);
+  const auto deadline = Clock::now() + timeout;
+  start();
+  if (std::string problem; !wait_ready(deadline, problem)) throw ProcessError(problem);
+  // Bytes between two answers are not an answer to anything.
+  if (!child_->result_bytes().empty()) {
+    fail_process("it wrote " + std::to_string(child_->result_bytes().size()) +
+                 " bytes after its last answer");
+  }
+  child_->send_command(wire);
+  const FrameWait answer = child_->wait_for_frame(deadline);
+  if (answer.status != FrameWait::Status::frame) {
+    fail_process(answer.status == FrameWait::Status::garbage || !answer.problem.empty()
+                     ? "its answer was not a frame: " + answer.problem
+                     : "it sent no answer");
   }
   ImportResponse response;
   try {
     response = decode_import_response(answer.payload);
   } catch (const IpcWireError& error) {
-    throw IpcWireError(importer + " answered with " + error.what() + "; " + output_of(child));
+    const std::string what =
+        program_ + " answered with " + error.what() + "; " + output_of(*child_);
+    child_->kill();
+    child_.reset();
+    throw IpcWireError(what);
   }
   if (response.error.empty() && response.answers.size() != request.items.size()) {
-    throw IpcWireError(importer + " answered " + std::to_string(response.answers.size()) + " of " +
-                       std::to_string(request.items.size()) + " handles; " + output_of(child));
+    const std::string what = program_ + " answered " + std::to_string(response.answers.size()) +
+                             " of " + std::to_string(request.items.size()) + " handles; " +
+                             output_of(*child_);
+    child_->kill();
+    child_.reset();
+    throw IpcWireError(what);
   }
+  return response;
+}
+
+void ImporterProcess::finish(Clock::time_point deadline) {
+  if (!child_) return;
+  child_->close_command_channel();
+  // Reaped (or killed at the deadline) either way: an importer that answered but hangs on its
+  // way out does not cost its answer.
+  child_->wait(deadline);
+  const std::size_t extra = child_->result_bytes().size();
+  const std::string output = output_of(*child_);
+  child_.reset();
+  ready_ = false;
+  if (extra != 0) {
+    throw IpcWireError(program_ + " sent " + std::to_string(extra) + " bytes after its answer; " +
+                       output);
+  }
+}
+
+ImportResponse run_import(const std::string& importer, const ImportRequest& request,
+                          std::chrono::milliseconds timeout) {
+  const auto deadline = ImporterProcess::Clock::now() + timeout;
+  ImporterProcess process(importer);
+  ImportResponse response = process.import(request, timeout);
+  process.finish(deadline);
   return response;
 }
 

@@ -120,6 +120,23 @@ elseif(CASE STREQUAL "fake_only")
   expect_json("${json}" "ALLOC-1" results 1 clause)
   expect_json("${json}" "PARTIAL" verdict)
   expect_json("${json}" "fake" verdict_backends 0)
+elseif(CASE STREQUAL "run_order")
+  # LIFE-8 destroys the process's contexts, so it runs after the other clauses of its backend
+  # (one worker serves them all); the reports keep the order asked for.
+  certify(3 --plugin "${PLUGIN}" --backend fake --only LIFE-8,ALLOC-1,LIFE-2
+          --json "${WORK}/r.json")
+  expect_contains("${out}" "[  1/3] ALLOC-1 ")
+  expect_contains("${out}" "[  2/3] LIFE-2 ")
+  expect_contains("${out}" "[  3/3] LIFE-8 ")
+  file(READ "${WORK}/r.json" json)
+  expect_all_pass("${json}" 3)
+  expect_json("${json}" "LIFE-8" results 0 clause)
+  expect_json("${json}" "ALLOC-1" results 1 clause)
+  expect_json("${json}" "LIFE-2" results 2 clause)
+  # The same order without isolation.
+  certify(3 --plugin "${PLUGIN}" --backend fake --only LIFE-8,ALLOC-1 --in-process)
+  expect_contains("${out}" "[  1/2] ALLOC-1 ")
+  expect_contains("${out}" "[  2/2] LIFE-8 ")
 elseif(CASE STREQUAL "usage_error")
   certify(2)
   expect_contains("${err}" "emm-certify: --plugin PATH is required")

@@ -5,9 +5,13 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <chrono>
+#include <cstdio>
 #include <emm/conformance/testing/expect_throw.hpp>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 
@@ -182,12 +186,72 @@ TEST(IpcImporterProgram, RefusesAMalformedRequest) {
   importer.send_command("not a request");
   importer.close_command_channel();
   EXPECT_EQ(importer.wait(30s).describe(), "exited with status 0");
+  // The ready frame, then the answer.
+  const FrameScan ready = scan_frame(importer.result_bytes());
+  ASSERT_EQ(ready.status, FrameScan::Status::complete) << ready.problem;
+  EXPECT_EQ(ready.payload, "emm-ipc-importer ready");
   std::string problem;
-  const auto frame = decode_frame(importer.result_bytes(), problem);
+  const auto frame =
+      decode_frame(std::string_view(importer.result_bytes()).substr(ready.frame_size), problem);
   ASSERT_TRUE(frame.has_value()) << problem;
   EXPECT_EQ(decode_import_response(*frame).error,
             "malformed IPC import request: it does not start with \"EMMIPCQ\" (not an import "
             "request)");
+}
+
+TEST(IpcImporterProgram, OneProcessAnswersRequestAfterRequest) {
+  ImporterProcess importer(find_ipc_importer());
+  importer.start();
+  std::string problem;
+  ASSERT_TRUE(importer.wait_ready(ImporterProcess::Clock::now() + 30s, problem)) << problem;
+  ImportRequest request;
+  request.items.resize(1);
+  request.items[0].handle = std::vector<std::byte>(IpcHandle::kSerializedSize, std::byte{0x41});
+  for (int round = 0; round < 3; ++round) {
+    const ImportResponse response = importer.import(request, 30s);
+    EXPECT_EQ(response.error, "");
+    ASSERT_EQ(response.answers.size(), 1u);
+    EXPECT_FALSE(response.answers[0].ok);
+  }
+  EXPECT_NO_THROW(importer.finish(ImporterProcess::Clock::now() + 30s));
+}
+
+TEST(IpcImporterProgram, ExitsWithStatus2WhenNoRequestCame) {
+  ChildOptions options;
+  options.command_channel = true;
+  options.result_channel = true;
+  ChildProcess importer = ChildProcess::exec(find_ipc_importer(), {}, options);
+  importer.close_command_channel();
+  EXPECT_EQ(importer.wait(30s).describe(), "exited with status 2");
+  EXPECT_EQ(importer.output().text(),
+            "emm-ipc-importer: the command channel closed before a request came\n");
+}
+
+TEST(IpcImporterProgram, AProcessThatDiedIsReplacedAtTheNextImport) {
+  // A program that says it is ready, then dies before answering: each import fails saying so,
+  // and the next one starts a new process (each start leaves a line in `starts`).
+  const std::string dir = ::testing::TempDir();
+  const std::string program = dir + "emm_importer_that_dies.sh";
+  const std::string starts = dir + "emm_importer_that_dies.starts";
+  std::remove(starts.c_str());
+  {
+    std::ofstream script(program);
+    script << "#!/bin/bash\necho started >>'" << starts << "'\n"
+           << "printf 'EMMF\\026\\0\\0\\0\\0\\0\\0\\0emm-ipc-importer ready' >&" << kResultChannelFd
+           << "\nexit 3\n";
+  }
+  ASSERT_EQ(::chmod(program.c_str(), 0755), 0);
+  ImporterProcess importer(program);
+  ImportRequest request;
+  request.items.resize(1);
+  for (int round = 0; round < 2; ++round) {
+    EMM_EXPECT_THROW(
+        ProcessError, importer.import(request, 30s),
+        StrEq(program + " exited with status 3; it sent no answer; it printed nothing"));
+  }
+  std::ifstream lines(starts);
+  const std::string text((std::istreambuf_iterator<char>(lines)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "started\nstarted\n");
 }
 
 TEST(IpcImporterProgram, SaysItIsNotForUseByHand) {
@@ -199,8 +263,9 @@ TEST(IpcImporterProgram, SaysItIsNotForUseByHand) {
 }
 
 TEST(IpcImporterProgram, AProgramThatIsNoImporterIsAClearError) {
-  EMM_EXPECT_THROW(ProcessError, run_import("/bin/true", {}, 30s),
-                   StrEq("/bin/true exited with status 0; it sent no answer; it printed nothing"));
+  EMM_EXPECT_THROW(
+      ProcessError, run_import("/bin/true", {}, 30s),
+      StrEq("/bin/true exited with status 0; it ended before it was ready; it printed nothing"));
   EMM_EXPECT_THROW(
       ProcessError, run_import("/nonexistent/emm-ipc-importer", {}, 30s),
       StrEq("cannot start /nonexistent/emm-ipc-importer: execve(): No such file or directory"));

@@ -1,5 +1,7 @@
 #include "emm/conformance/backend.hpp"
 
+#include <string>
+
 #include "core/backend_factories.hpp"
 #include "emm/errors.hpp"
 #include "emm/pointer_attribute.hpp"
@@ -49,6 +51,19 @@ HostMemoryState host_memory_from_driver(Driver& driver, const void* address) {
 
 std::unique_ptr<Backend> make_backend(BackendKind kind, const BackendSettings& settings) {
   return kind == BackendKind::fake ? make_fake_backend(settings.fake_devices) : make_gpu_backend();
+}
+
+std::string describe_devices(BackendKind kind, const BackendSettings& settings) {
+  const std::unique_ptr<Backend> backend = kind == BackendKind::fake
+                                               ? make_fake_backend(settings.fake_devices)
+                                               : make_gpu_backend(/*keep_context=*/false);
+  const int count = backend->device_count();
+  const std::string name = backend->device_name(0);
+  return count > 1 ? name + ", " + std::to_string(count) + " devices" : name;
+}
+
+void prepare_process(BackendKind kind, bool will_import, std::chrono::milliseconds timeout) {
+  if (kind == BackendKind::gpu) prepare_gpu_process(will_import, timeout);
 }
 
 }  // namespace emm::conformance

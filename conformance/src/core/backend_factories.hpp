@@ -2,6 +2,7 @@
 // make_backend() (backend.hpp).
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -11,9 +12,13 @@ namespace emm::conformance {
 
 // Throws InvalidArgumentError when `devices` is not in [1, kMaxFakeDevices].
 std::unique_ptr<Backend> make_fake_backend(int devices);
-// Throws DriverUnavailableError when gpu_unavailable_reason() is not empty.
-std::unique_ptr<Backend> make_gpu_backend();
+// Throws DriverUnavailableError when gpu_unavailable_reason() is not empty. `keep_context`:
+// retain device 0's primary context for the rest of the process (what a clause's backend does;
+// not the probe, which only names the devices).
+std::unique_ptr<Backend> make_gpu_backend(bool keep_context = true);
 // Why the process has no usable GPU ("" when it has one); loads the driver once.
 const std::string& gpu_unavailable_reason();
+// prepare_process() on the gpu (backend.hpp).
+void prepare_gpu_process(bool will_import, std::chrono::milliseconds timeout);
 
 }  // namespace emm::conformance

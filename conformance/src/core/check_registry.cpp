@@ -39,4 +39,16 @@ std::optional<PluginClause> plugin_clause(std::string_view id) noexcept {
   return entry->key;
 }
 
+bool destroys_contexts(const Clause& clause) noexcept {
+  // The only body that calls Backend::destroy_released_contexts() (life_checks.cpp); the kit's
+  // tests check that no other clause does.
+  return plugin_clause(clause.id) == PluginClause::LIFE_8;
+}
+
+bool imports_in_another_process(const Clause& clause) noexcept {
+  // ipc_checks.cpp (import_elsewhere() in check_helpers) and device_checks.cpp.
+  const std::optional<PluginClause> key = plugin_clause(clause.id);
+  return key == PluginClause::IPC_1 || key == PluginClause::IPC_2 || key == PluginClause::DEV_4;
+}
+
 }  // namespace emm::conformance

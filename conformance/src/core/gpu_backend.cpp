@@ -15,7 +15,13 @@
 // is caught by unusable_device() and its worker is replaced.
 #include <dlfcn.h>
 
+#include <chrono>
+#include <exception>
+#include <string>
+#include <utility>
+
 #include "core/backend_factories.hpp"
+#include "emm/conformance/ipc_importer.hpp"
 #include "emm/cuda_driver.hpp"
 #include "emm/errors.hpp"
 
@@ -66,6 +72,23 @@ void keep_primary_context(Driver& driver) {
     return true;
   }();
   (void)kept;
+}
+
+// The importing process of this process's clauses (ipc_importer.hpp): one for the process's
+// life, so that the clauses that import pay no CUDA start of their own; started ahead of the
+// first clause by prepare_gpu_process(), else by the first import. Throws when the program
+// cannot be found.
+ImporterProcess& importer_process() {
+  static ImporterProcess importer = [] {
+    std::string program = find_ipc_importer();
+    if (program.empty()) {
+      throw Error(
+          "cannot find the emm-ipc-importer executable for the second process; set "
+          "EMM_IPC_IMPORTER to its path");
+    }
+    return ImporterProcess(std::move(program));
+  }();
+  return importer;
 }
 
 class GpuBackend final : public Backend {
@@ -140,6 +163,10 @@ class GpuBackend final : public Backend {
   }
 
   std::optional<std::string> unusable_device() override {
+    // The clause reset the primary context itself: whatever error the old context held went
+    // with it, and retaining the primary context here would only create a new one (a tenth of
+    // a second and more) in a process that runs no further clause (reusable() is false).
+    if (contexts_destroyed_) return std::nullopt;
     const CUcontext before = driver_->ctx_get_current();
     std::optional<std::string> why;
     try {
@@ -168,13 +195,7 @@ class GpuBackend final : public Backend {
   }
 
   ImportResponse import_elsewhere(const ImportRequest& request) override {
-    const std::string importer = find_ipc_importer();
-    if (importer.empty()) {
-      throw Error(
-          "cannot find the emm-ipc-importer executable for the second process; set "
-          "EMM_IPC_IMPORTER to its path");
-    }
-    return run_import(importer, request, std::chrono::seconds(kImporterTimeoutS));
+    return importer_process().import(request, std::chrono::seconds(kImporterTimeoutS));
   }
   // emm-ipc-importer imports with the default manager; it cannot be handed the plugin.
   std::optional<ImportResponse> import_through_plugin(const ImportRequest&,
@@ -209,10 +230,31 @@ class GpuBackend final : public Backend {
 
 const std::string& gpu_unavailable_reason() { return CudaDriver::probe().reason; }
 
-std::unique_ptr<Backend> make_gpu_backend() {
+void prepare_gpu_process(bool will_import, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  // Any failure here is left for the first clause that meets it to report.
+  bool importing = false;
+  if (will_import) {
+    try {
+      importer_process().start();  // first: its CUDA start runs beside this process's own
+      importing = true;
+    } catch (const std::exception&) {
+    }
+  }
+  try {
+    make_gpu_backend();  // the driver and device 0's primary context, kept for the process
+  } catch (const std::exception&) {
+    return;
+  }
+  // Ready before the first clause: the importer's context then does not appear in the middle
+  // of a clause's device-wide memory figures.
+  if (std::string problem; importing) importer_process().wait_ready(deadline, problem);
+}
+
+std::unique_ptr<Backend> make_gpu_backend(bool keep_context) {
   const CudaDriverProbe& gpu = CudaDriver::probe();
   if (!gpu.driver) throw DriverUnavailableError("no GPU: " + gpu.reason);
-  keep_primary_context(*gpu.driver);
+  if (keep_context) keep_primary_context(*gpu.driver);
   return std::make_unique<GpuBackend>(gpu.driver);
 }
 

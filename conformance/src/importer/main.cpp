@@ -1,7 +1,8 @@
 // emm-ipc-importer — the second process of the GPU IPC checks (IPC-1, IPC-2, IPC-3).
 //
-// Reads one import request (ipc_wire.hpp) from its command channel, opens each handle with the
-// default manager on the real driver, and answers on its result channel (child_process.hpp).
+// Starts CUDA, says it is ready, then reads import requests (ipc_wire.hpp) from its command
+// channel one after another, opens each handle with the default manager on the real driver, and
+// answers each on its result channel (child_process.hpp), until the channel closes.
 // Started by emm-certify, the conformance suites and the GPU suites through run_import(); not
 // meant to be run by hand.
 #include <cstdio>

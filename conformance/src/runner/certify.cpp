@@ -82,13 +82,6 @@ void ensure_standard_descriptors() {
   }
 }
 
-// "NAME", or "NAME, N devices" when the backend has more than one (named after device 0).
-std::string describe_devices(Backend& backend) {
-  const int count = backend.device_count();
-  std::string name = backend.device_name(0);
-  return count > 1 ? name + ", " + std::to_string(count) + " devices" : name;
-}
-
 // The GPU is probed in a child so that this process never initialises CUDA.
 BackendStatus probe_gpu(const Capabilities& capabilities, const ProbeSettings& settings) {
   BackendStatus status{BackendKind::gpu, false, "", ""};
@@ -99,9 +92,8 @@ BackendStatus probe_gpu(const Capabilities& capabilities, const ProbeSettings& s
     ChildProcess child = ChildProcess::fork(
         [&capabilities] {
           const std::string reason = backend_unavailable_reason(BackendKind::gpu, capabilities);
-          send_result_frame(reason.empty()
-                                ? "OK\t" + describe_devices(*make_backend(BackendKind::gpu))
-                                : "NO\t" + reason);
+          send_result_frame(reason.empty() ? "OK\t" + describe_devices(BackendKind::gpu)
+                                           : "NO\t" + reason);
           return 0;
         },
         options);
@@ -133,7 +125,7 @@ BackendStatus probe_fake(const Capabilities& capabilities, const BackendSettings
     return status;
   }
   status.ran = true;
-  status.device = describe_devices(*make_backend(BackendKind::fake, settings));
+  status.device = describe_devices(BackendKind::fake, settings);
   return status;
 }
 

@@ -1,5 +1,6 @@
 #include "emm/conformance/clause_scheduler.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -7,6 +8,7 @@
 #include <random>
 
 #include "emm/conformance/backend.hpp"
+#include "emm/conformance/check_registry.hpp"
 #include "emm/conformance/child_process.hpp"
 #include "emm/conformance/evaluate.hpp"
 #include "emm/conformance/result_codec.hpp"
@@ -134,8 +136,13 @@ bool answer(const LoadedSubject& subject, const Command& command, const BackendS
   return reusable;
 }
 
-int worker_main(const SchedulerSettings& settings) {
+// A worker of `backend`: loads the subject, readies the backend (prepare_process(): on the
+// gpu, CUDA's start and, when one of its clauses imports, the importing process), then answers
+// commands until the channel closes.
+int worker_main(const SchedulerSettings& settings, BackendKind backend, bool will_import) {
   const LoadedSubject subject = load_in_child(settings);
+  // At most half a clause's time, so that the first clause's deadline still holds.
+  if (subject.evaluate) prepare_process(backend, will_import, settings.timeout / 2);
   while (const std::optional<std::string> frame = read_command_frame()) {
     const std::optional<Command> command = decode_command(*frame);
     if (!command) {
@@ -148,6 +155,20 @@ int worker_main(const SchedulerSettings& settings) {
 }
 
 // --- the parent's side --------------------------------------------------------------------------
+
+// The jobs of `backend` in the order they run: the order given, except that clauses which
+// destroy the process's contexts run last (stably), so that on the gpu one worker serves every
+// other clause instead of a second one paying a new CUDA start. Fixed for a given job list, so a
+// crash is reproducible.
+std::vector<std::size_t> run_order(const std::vector<ClauseJob>& jobs, BackendKind backend) {
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (jobs[i].backend == backend) order.push_back(i);
+  }
+  std::stable_partition(order.begin(), order.end(),
+                        [&jobs](std::size_t i) { return !destroys_contexts(*jobs[i].clause); });
+  return order;
+}
 
 std::string last_output(const std::string& output) {
   std::string tail = output.size() > 600 ? "..." + output.substr(output.size() - 600) : output;
@@ -262,6 +283,7 @@ ClauseResult ended_without_answer(const ClauseJob& job, const ChildEnd& end, std
 void run_with_workers(const std::vector<ClauseJob>& jobs, const SchedulerSettings& settings,
                       const std::vector<std::size_t>& order, std::vector<ClauseResult>& results,
                       const std::function<void(const ClauseResult&)>& on_result) {
+  const BackendKind backend = jobs[order.front()].backend;
   std::optional<ChildProcess> worker;
   auto retire = [&] {
     if (worker) worker->kill();
@@ -272,8 +294,15 @@ void run_with_workers(const std::vector<ClauseJob>& jobs, const SchedulerSetting
     const ClauseJob& job = jobs[index];
     if (!worker) {
       try {
-        worker.emplace(ChildProcess::fork([&settings] { return worker_main(settings); },
-                                          child_options(settings, true)));
+        // Whether a clause left for this worker imports in another process.
+        const bool will_import = std::any_of(
+            std::find(order.begin(), order.end(), index), order.end(),
+            [&jobs](std::size_t i) { return imports_in_another_process(*jobs[i].clause); });
+        worker.emplace(ChildProcess::fork(
+            [&settings, backend, will_import] {
+              return worker_main(settings, backend, will_import);
+            },
+            child_options(settings, true)));
       } catch (const std::exception& error) {
         results[index] =
             failure(job, Outcome::crash,
@@ -420,7 +449,12 @@ void run_in_this_process(const std::vector<ClauseJob>& jobs, const SchedulerSett
                          std::vector<ClauseResult>& results,
                          const std::function<void(const ClauseResult&)>& on_result) {
   const LoadedSubject subject = load_in_child(settings);
-  for (std::size_t index = 0; index < jobs.size(); ++index) {
+  std::vector<std::size_t> order;
+  for (const BackendKind backend : kBackendKinds) {
+    const std::vector<std::size_t> part = run_order(jobs, backend);
+    order.insert(order.end(), part.begin(), part.end());
+  }
+  for (const std::size_t index : order) {
     const ClauseJob& job = jobs[index];
     if (!subject.evaluate) {
       results[index] = failure(job, Outcome::crash, "could not load: " + subject.failure, "", 0.0);
@@ -446,10 +480,7 @@ std::vector<ClauseResult> run_clause_jobs(
   // One backend after the other: GPU memory figures are device-wide, and the fake's clauses are
   // fast enough not to need the GPU's company.
   for (const BackendKind backend : kBackendKinds) {
-    std::vector<std::size_t> order;
-    for (std::size_t i = 0; i < jobs.size(); ++i) {
-      if (jobs[i].backend == backend) order.push_back(i);
-    }
+    const std::vector<std::size_t> order = run_order(jobs, backend);
     if (order.empty()) continue;
     if (settings.isolation == Isolation::backend) {
       run_with_workers(jobs, settings, order, results, on_result);

@@ -19,6 +19,7 @@
 // serves one clause run.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -139,5 +140,17 @@ std::string backend_unavailable_reason(BackendKind kind, const Capabilities& cap
 // run here (no GPU), emm::InvalidArgumentError when settings.fake_devices is not in
 // [1, kMaxFakeDevices].
 std::unique_ptr<Backend> make_backend(BackendKind kind, const BackendSettings& settings = {});
+
+// The devices of `kind` as emm-certify names them: device 0's name, with ", N devices" when there
+// are more. Starts no more of the backend than that needs (the gpu: the driver, no context).
+std::string describe_devices(BackendKind kind, const BackendSettings& settings = {});
+
+// Readies this process to run clauses on `kind` before the first one comes, so that the first
+// clause's time does not include it: on the gpu, CUDA's start (the driver and device 0's primary
+// context, kept for the process) and, with `will_import`, the process the IPC clauses import in
+// (ipc_importer.hpp), started first so that its own CUDA start runs beside this one, and waited
+// for (at most `timeout`). A failure is left for the first clause that meets it to report.
+// Nothing on the fake.
+void prepare_process(BackendKind kind, bool will_import, std::chrono::milliseconds timeout);
 
 }  // namespace emm::conformance

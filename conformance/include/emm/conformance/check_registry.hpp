@@ -26,5 +26,14 @@ using CheckFunction = void (*)(ClauseRun& run);
 CheckFunction check_for(const Clause& clause) noexcept;
 // The enumerator of a plugin clause; nullopt for a host clause.
 std::optional<PluginClause> plugin_clause(std::string_view id) noexcept;
+// Whether the clause's body destroys the process's CUDA contexts (LIFE-8 releases pointers
+// after the context is gone: Backend::destroy_released_contexts()), so that on the gpu its
+// process cannot run another clause. The scheduler runs such clauses last on their backend,
+// so that one worker serves all the others.
+bool destroys_contexts(const Clause& clause) noexcept;
+// Whether the clause's body imports IPC handles in another process (Backend::import_elsewhere:
+// IPC-1, IPC-2, DEV-4), so that a worker about to run it starts that process ahead of time.
+// Only a matter of time: a clause missing here starts the process when it first imports.
+bool imports_in_another_process(const Clause& clause) noexcept;
 
 }  // namespace emm::conformance

@@ -5,9 +5,11 @@
 //
 // Isolation (certify_cli.hpp):
 //   backend     one worker process per backend loads the plugin and runs that backend's clauses
-//               one after another, in the order given (a crash is reproducible); after a
-//               crash, a timeout or an answer it cannot trust the worker is killed and a new one
-//               takes the remaining clauses, so a crash costs only the clause that crashed;
+//               one after another, in a fixed order (a crash is reproducible): the order given,
+//               except that a clause which destroys the process's CUDA contexts (LIFE-8,
+//               destroys_contexts() in check_registry.hpp) runs last; after a crash, a timeout
+//               or an answer it cannot trust the worker is killed and a new one takes the
+//               remaining clauses, so a crash costs only the clause that crashed;
 //   clause      one process per (clause, backend); fake clauses two at a time;
 //   in_process  the clauses run in this process (gdb, sanitizers): nothing is protected.
 // emm-certify decides which clause and backend a child runs and sends it a fresh random nonce;
