@@ -7,7 +7,7 @@
 #   faster than raw_async on every row: AllocPair at 256 B, 64 KiB, 1 MiB, 64 MiB; LivePair
 #     (1000 live); Replay at N = 1000, 10 000, 100 000; Threads at 1, 2, 4, 8, 16
 #   Replay ns_per_op <= 330 at every N (RMM's published arena figure)
-#   AllocPair 256 B and LivePair <= 100 ns (medians of three repetitions)
+#   AllocPair 256 B and LivePair <= 100 ns (medians of nine repetitions)
 #   PoolMemoryManager CERTIFIED on the gpu
 #
 # Writes $OUT/pool-targets/*.json; exit 1 when a target is missed. EMMKIT_POOL_TARGETS_BACKEND=fake
@@ -26,8 +26,11 @@ for bench in alloc_pair random_replay threads; do
     exit 2
   fi
 done
+# Nine repetitions in random order after a warm-up: one repetition on these shared 16-CPU hosts
+# varies by a tenth, which is the size of what the 100 ns target is about.
 "$bin/emm_bench_alloc_pair" --benchmark_filter="^(AllocPair|LivePair)/(pool|raw_async)/$backend/" \
-  --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+  --benchmark_repetitions=9 --benchmark_report_aggregates_only=true \
+  --benchmark_min_warmup_time=0.2 --benchmark_enable_random_interleaving=true \
   --benchmark_out="$out/alloc_pair.json" --benchmark_out_format=json >/dev/null 2>"$out/alloc_pair.log"
 "$bin/emm_bench_random_replay" --benchmark_filter="^Replay/(pool|raw_async)/$backend/" \
   --benchmark_out="$out/random_replay.json" --benchmark_out_format=json >/dev/null 2>"$out/random_replay.log"

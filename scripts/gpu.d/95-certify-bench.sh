@@ -6,6 +6,10 @@
 # issue 14's targets for the default (worker) mode: <= 2 s on the GPU, <= 300 ms on the fake
 # backend (a target set for 2 cores; this machine has more). Exit 1 when a target is missed or a
 # benchmark reports an error; a machine without a GPU skips the GPU target with the reason.
+# Then "where the time goes": one more GPU certification of the reference plugin with each
+# console line stamped with the milliseconds since the start (the probe, the worker's CUDA start
+# and every clause show as steps), beside what a bare CUDA start (cuInit, the primary context,
+# one synchronise) costs on this machine.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
@@ -18,7 +22,8 @@ fi
 mkdir -p "$out"
 "$bench" --benchmark_filter='^Certify/' --benchmark_out="$out/certify_bench.json" \
   --benchmark_out_format=json
-python3 - "$out/certify_bench.json" <<'PY'
+status=0
+python3 - "$out/certify_bench.json" <<'PY' || status=1
 import json, sys
 
 TARGETS_MS = {("reference", "gpu", "worker"): 2000.0, ("reference", "fake", "worker"): 300.0}
@@ -47,3 +52,37 @@ for (plugin, backend, mode), target in TARGETS_MS.items():
     status |= took > target
 sys.exit(status)
 PY
+
+certify=build/release/conformance/emm-certify
+plugin=build/release/conformance/libemm_reference_plugin.so
+if [[ -x "$certify" && -f "$plugin" ]]; then
+  echo
+  echo "where the time goes (reference plugin, gpu backend, worker isolation):"
+  python3 - "$certify" "$plugin" <<'PY' || true
+import ctypes, subprocess, sys, time
+
+start = time.monotonic()
+child = subprocess.Popen([sys.argv[1], "--plugin", sys.argv[2], "--backend", "gpu"],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+for line in child.stdout:
+    print(f"{(time.monotonic() - start) * 1e3:7.0f} ms  {line.rstrip()}")
+print(f"{(time.monotonic() - start) * 1e3:7.0f} ms  exit status {child.wait()}")
+try:
+    cuda = ctypes.CDLL("libcuda.so.1")
+except OSError as error:
+    print(f"bare CUDA start: not measured ({error})")
+    sys.exit(0)
+begin = time.monotonic()
+context = ctypes.c_void_p()
+steps = [("cuInit", lambda: cuda.cuInit(0)),
+         ("cuDevicePrimaryCtxRetain", lambda: cuda.cuDevicePrimaryCtxRetain(ctypes.byref(context), 0)),
+         ("cuCtxSetCurrent", lambda: cuda.cuCtxSetCurrent(context)),
+         ("cuCtxSynchronize", lambda: cuda.cuCtxSynchronize())]
+for name, call in steps:
+    before = time.monotonic()
+    result = call()
+    print(f"bare CUDA start: {name} {(time.monotonic() - before) * 1e3:.0f} ms (result {result})")
+print(f"bare CUDA start: {(time.monotonic() - begin) * 1e3:.0f} ms in all")
+PY
+fi
+exit "$status"
