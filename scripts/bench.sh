@@ -118,7 +118,11 @@ done
 # --- report ---------------------------------------------------------------------------------------
 mkdir -p "$(dirname "$doc")" "$(dirname "$plot")"
 python3 scripts/bench_report.py --input "$OUT" --output "$doc" --plot "$plot" 2>&1 | tee -a "$log"
-cp "$doc" "$OUT/" 2>/dev/null || true
-[[ -f "$plot" ]] && cp "$plot" "$OUT/"
+# Copies beside the JSON, unless the report was written there already (scripts/gpu.d/90).
+for written in "$doc" "$plot"; do
+  if [[ -f "$written" && "$(cd "$(dirname "$written")" && pwd)" != "$OUT" ]]; then
+    cp "$written" "$OUT/"
+  fi
+done
 say "== report: $doc (copies in $OUT)"
 exit $failed

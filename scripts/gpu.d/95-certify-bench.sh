@@ -24,7 +24,7 @@ mkdir -p "$out"
   --benchmark_out_format=json
 status=0
 python3 - "$out/certify_bench.json" <<'PY' || status=1
-import json, sys
+import json, os, sys
 
 TARGETS_MS = {("reference", "gpu", "worker"): 2000.0, ("reference", "fake", "worker"): 300.0}
 UNIT_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
@@ -48,8 +48,11 @@ for (plugin, backend, mode), target in TARGETS_MS.items():
     clause = times.get((plugin, backend, "clause"))
     ratio = f"; --isolation clause took {clause / took:.1f}x as long" if clause else ""
     verdict = "meets" if took <= target else "MISSES"
-    print(f"target {plugin}/{backend}/{mode}: {took:.0f} ms {verdict} <= {target:.0f} ms{ratio}")
-    status |= took > target
+    # The fake target is set for a 2-core machine (CI's): elsewhere it is shown, not enforced.
+    enforced = backend == "gpu" or os.cpu_count() == 2
+    note = "" if enforced else f" (set for 2 cores; this host has {os.cpu_count()}: not enforced)"
+    print(f"target {plugin}/{backend}/{mode}: {took:.0f} ms {verdict} <= {target:.0f} ms{ratio}{note}")
+    status |= enforced and took > target
 sys.exit(status)
 PY
 
