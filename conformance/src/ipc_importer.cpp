@@ -196,13 +196,17 @@ std::string find_ipc_importer() {
 
 ImporterProcess::ImporterProcess(std::string program) : program_(std::move(program)) {}
 
-void ImporterProcess::fail_process(const std::string& what) {
+ImporterProcess::Stopped ImporterProcess::stop() {
   const ChildEnd end = child_->kill();
-  const std::string text =
-      program_ + " " + end.describe() + "; " + what + "; " + output_of(*child_);
+  Stopped stopped{end.describe(), output_of(*child_)};
   child_.reset();
   ready_ = false;
-  throw ProcessError(text);
+  return stopped;
+}
+
+void ImporterProcess::fail_process(const std::string& what) {
+  const Stopped stopped = stop();
+  throw ProcessError(program_ + " " + stopped.how + "; " + what + "; " + stopped.output);
 }
 
 void ImporterProcess::start() {
@@ -230,9 +234,8 @@ bool ImporterProcess::wait_ready(Clock::time_point deadline, std::string& proble
                 ? "its first bytes were not a frame: " + wait.problem
             : wait.status == FrameWait::Status::deadline ? "it did not start CUDA in time"
                                                          : "it ended before it was ready";
-  const ChildEnd end = child_->kill();
-  problem = program_ + " " + end.describe() + "; " + problem + "; " + output_of(*child_);
-  child_.reset();
+  const Stopped stopped = stop();
+  problem = program_ + " " + stopped.how + "; " + problem + "; " + stopped.output;
   return false;
 }
 
@@ -258,19 +261,11 @@ ImportResponse ImporterProcess::import(const ImportRequest& request,
   try {
     response = decode_import_response(answer.payload);
   } catch (const IpcWireError& error) {
-    const std::string what =
-        program_ + " answered with " + error.what() + "; " + output_of(*child_);
-    child_->kill();
-    child_.reset();
-    throw IpcWireError(what);
+    throw IpcWireError(program_ + " answered with " + error.what() + "; " + stop().output);
   }
   if (response.error.empty() && response.answers.size() != request.items.size()) {
-    const std::string what = program_ + " answered " + std::to_string(response.answers.size()) +
-                             " of " + std::to_string(request.items.size()) + " handles; " +
-                             output_of(*child_);
-    child_->kill();
-    child_.reset();
-    throw IpcWireError(what);
+    throw IpcWireError(program_ + " answered " + std::to_string(response.answers.size()) + " of " +
+                       std::to_string(request.items.size()) + " handles; " + stop().output);
   }
   return response;
 }

@@ -93,6 +93,12 @@ class ImporterProcess {
   void finish(Clock::time_point deadline);
 
  private:
+  // Kills the process and forgets it: how it ended and what it printed.
+  struct Stopped {
+    std::string how;
+    std::string output;
+  };
+  Stopped stop();
   [[noreturn]] void fail_process(const std::string& what);
 
   std::string program_;
