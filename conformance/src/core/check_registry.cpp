@@ -40,8 +40,8 @@ std::optional<PluginClause> plugin_clause(std::string_view id) noexcept {
 }
 
 bool destroys_contexts(const Clause& clause) noexcept {
-  // The only body that calls Backend::destroy_released_contexts() (life_checks.cpp); the kit's
-  // tests check that no other clause does.
+  // The only body that calls Backend::destroy_released_contexts() (life_checks.cpp). A body
+  // that started to without being listed here would cost a worker replacement, not a verdict.
   return plugin_clause(clause.id) == PluginClause::LIFE_8;
 }
 
