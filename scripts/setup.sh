@@ -11,6 +11,7 @@ set -euo pipefail
 
 # clang and libclang-rt-14-dev (libFuzzer and the sanitizer runtimes) build the fuzz preset.
 packages=(cmake ninja-build g++ libgtest-dev libgmock-dev libbenchmark-dev libboost-test-dev
+          librapidcheck-dev   # the conformance engine: generated sequences and shrinking
           clang-format python3 clang libclang-rt-14-dev
           python3-jsonschema  # the JSON reports are validated against docs/report.schema.json
           chromium            # the HTML certificate's rendering test

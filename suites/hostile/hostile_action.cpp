@@ -93,7 +93,7 @@ void write_all(int fd, std::string_view bytes) {
 // real one is only in emm-certify's memory and the command the child read), its kind, a result
 // saying `clause` passed, and that the process may run another clause.
 std::string forged_answer(const char* clause) {
-  std::string result("EMMR2\n");
+  std::string result("EMMR3\n");
   put(result, clause);
   put(result, "fake");
   put(result, "MUST");
@@ -102,7 +102,8 @@ std::string forged_answer(const char* clause) {
   put(result, "1.000000");
   put_list(result, {});
   put_list(result, {});
-  put(result, "0");
+  put(result, "0");  // no properties
+  put(result, "0");  // no reproducer
   std::string answer("EMMANS2\n");
   put(answer, "0123456789abcdef");
   put(answer, "result");

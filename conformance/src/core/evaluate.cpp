@@ -5,6 +5,7 @@
 #include "emm/conformance/check_registry.hpp"
 #include "emm/diagnostics.hpp"
 #include "emm/errors.hpp"
+#include "engine/explore.hpp"
 
 namespace emm::conformance {
 
@@ -38,12 +39,20 @@ ClauseResult evaluate(const PluginSubject& subject, const Clause& clause, Backen
   try {
     ClauseRun run(clause, subject, backend, options);
     try {
+      // The clause's property over generated sequences first (a failure comes with its shortest
+      // sequence), then its fixed scenario as a regression sequence.
+      if (const std::optional<PluginClause> key = plugin_clause(clause.id)) {
+        if (const engine::Property* property = engine::property_for(*key)) {
+          engine::explore(run, *property);
+        }
+      }
       body(run);
       result.outcome = Outcome::pass;
     } catch (...) {
       result.properties = run.properties();
       result.notes = run.notes();
       result.unobserved = run.unobserved();
+      result.reproducer = run.reproducer();
       throw;
     }
     result.properties = run.properties();

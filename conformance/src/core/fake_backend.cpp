@@ -24,6 +24,10 @@ class FakeBackend final : public Backend {
   int device_count() override { return fake_->system()->device_count(); }
 
   std::size_t device_bytes_in_use() override { return fake_->device_bytes_in_use(); }
+  std::size_t device_capacity(int device) override { return fake_->system()->capacity(device); }
+  std::size_t device_bytes_in_use_on(int device) override {
+    return fake_->system()->bytes_in_use(device);
+  }
   std::size_t memory_slack() const noexcept override { return 0; }
   std::optional<AddressRange> driver_block(CUdeviceptr pointer) override {
     for (const AddressRange& range : fake_->live_allocations()) {
@@ -51,6 +55,18 @@ class FakeBackend final : public Backend {
   }
   std::optional<std::size_t> invalid_frees() override { return fake_->invalid_frees(); }
   std::optional<std::size_t> invalid_accesses() override { return fake_->invalid_accesses(); }
+  std::optional<std::size_t> driver_frees() override {
+    return fake_->call_count(DriverCall::cuMemFree) +
+           fake_->call_count(DriverCall::cuMemFreeAsync) +
+           fake_->call_count(DriverCall::cuMemFreeHost);
+  }
+  std::optional<std::size_t> driver_calls() override {
+    std::size_t calls = 0;
+    for (std::size_t call = 0; call < kDriverCallCount; ++call) {
+      calls += fake_->call_count(static_cast<DriverCall>(call));
+    }
+    return calls;
+  }
 
   ImportResponse import_elsewhere(const ImportRequest& request) override {
     // A second simulated process over the same devices, with the default manager.

@@ -119,6 +119,11 @@ class GpuBackend final : public Backend {
     const MemoryInfo info = driver_->mem_get_info();
     return info.total - info.free;
   }
+  std::size_t device_capacity(int device) override { return info_on(device).total; }
+  std::size_t device_bytes_in_use_on(int device) override {
+    const MemoryInfo info = info_on(device);
+    return info.total - info.free;
+  }
   std::size_t memory_slack() const noexcept override { return kGpuSlack; }
   std::optional<AddressRange> driver_block(CUdeviceptr pointer) override {
     try {
@@ -148,8 +153,29 @@ class GpuBackend final : public Backend {
   }
   std::optional<std::size_t> invalid_frees() override { return std::nullopt; }
   std::optional<std::size_t> invalid_accesses() override { return std::nullopt; }
+  std::optional<std::size_t> driver_frees() override { return std::nullopt; }
+  std::optional<std::size_t> driver_calls() override { return std::nullopt; }
 
   bool reusable() const override { return !contexts_destroyed_; }
+
+  // cuMemGetInfo in `device`'s primary context, retained for the question only (a runtime under
+  // test holds it too, so the release destroys nothing), then the caller's context again.
+  MemoryInfo info_on(int device) {
+    const CUcontext previous = driver_->ctx_get_current();
+    const CUcontext primary = driver_->primary_ctx_retain(device);
+    MemoryInfo info;
+    try {
+      driver_->ctx_set_current(primary);
+      info = driver_->mem_get_info();
+    } catch (...) {
+      driver_->ctx_set_current(previous);
+      driver_->primary_ctx_release(device);
+      throw;
+    }
+    driver_->ctx_set_current(previous);
+    driver_->primary_ctx_release(device);
+    return info;
+  }
 
   bool destroy_released_contexts() override {
     if (python_hosts_cuda()) return false;

@@ -109,6 +109,7 @@ std::string certify_usage() {
          "                   [--json FILE] [--junit FILE] [--markdown FILE] [--html FILE]\n"
          "                   [--logs DIR]\n"
          "                   [--timeout-s N] [--memory-limit SIZE|none] [--devices N]\n"
+         "                   [--seed N] [--budget N]\n"
          "                   [--isolation backend|clause] [--in-process] [--list] [--help]\n"
          "\n"
          "Certifies an EMM plugin library against the emmkit clause catalogue.\n"
@@ -141,6 +142,13 @@ std::string certify_usage() {
          "  --timeout-s N       seconds each clause (and loading the plugin) may take (60)\n"
          "  --devices N         devices of the fake backend's machine, 1 to 16 (default 1); the\n"
          "                      DEV clauses need 2 (the gpu backend uses every GPU present)\n"
+         "  --seed N            the seed of the generated sequences every plugin clause is\n"
+         "                      checked over (default 1: certificates are reproducible); a\n"
+         "                      failure's reproducer names the seed that replays it\n"
+         "  --budget N          sequences per clause (default: " +
+         std::to_string(default_budget(BackendKind::fake)) + " on the fake, " +
+         std::to_string(default_budget(BackendKind::gpu)) +
+         " on a GPU); more for nightly runs, e.g. 500\n"
          "  --memory-limit S    data-segment limit of each process that runs plugin code: 16G,\n"
          "                      512M, a byte count, or none (default 16G; none where a\n"
          "                      sanitizer runtime is loaded)\n"
@@ -293,6 +301,27 @@ CertifyOptions parse_certify_args(std::span<const std::string_view> args) {
                          std::to_string(kMaxFakeDevices) + " (got '" + text + "')");
       }
       options.backend_settings.fake_devices = devices;
+    } else if (arg == "--seed") {
+      once();
+      const std::string text = value();
+      std::uint64_t seed = 0;
+      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), seed);
+      if (error != std::errc() || end != text.data() + text.size()) {
+        throw UsageError("--seed needs a whole number from 0 to 18446744073709551615 (got '" +
+                         text + "'); a reproducer names the seed that replays it");
+      }
+      options.backend_settings.exploration.seed = seed;
+    } else if (arg == "--budget") {
+      once();
+      const std::string text = value();
+      int budget = 0;
+      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), budget);
+      if (error != std::errc() || end != text.data() + text.size() || budget < 1 ||
+          budget > kMaxBudget) {
+        throw UsageError("--budget needs a whole number of sequences per clause from 1 to " +
+                         std::to_string(kMaxBudget) + " (got '" + text + "')");
+      }
+      options.backend_settings.exploration.budget = budget;
     } else if (arg == "--memory-limit") {
       once();
       options.memory_limit = parse_size(value());

@@ -90,7 +90,9 @@ LoadedSubject plugin_evaluator(const std::string& path) {
                           bool& reusable) {
       try {
         const std::unique_ptr<Backend> backend = make_backend(kind, settings);
-        ClauseResult result = evaluate(subject, clause, *backend);
+        RunOptions options;
+        options.exploration = settings.exploration;
+        ClauseResult result = evaluate(subject, clause, *backend, options);
         if (const std::optional<std::string> why = backend->unusable_device()) {
           reusable = false;
           poisoned_device(result, *why);

@@ -88,7 +88,20 @@ std::string to_html(const Certificate& certificate) {
     for (const std::size_t i : indices) {
       const ClauseResult& r = report.results[i];
       html << "<li><b>" << r.clause->id << "</b> (" << to_string(r.backend) << ", "
-           << to_string(r.outcome) << "): " << html_text(r.message) << "</li>\n";
+           << to_string(r.outcome) << "): " << html_text(r.message);
+      if (r.reproducer) {
+        const Reproducer& reproducer = *r.reproducer;
+        html << "<p>" << html_text(reproducer_heading(reproducer)) << "; <code>"
+             << html_text(replay_command(report, r))
+             << "</code> replays it:</p>\n<ol class=\"calls\">";
+        for (const std::string& call : reproducer.calls) {
+          html << "<li><code>" << html_text(call) << "</code></li>";
+        }
+        html << "</ol>\n<details><summary>" << r.clause->id << " reproducer ("
+             << (reproducer.for_python ? "Python" : "GoogleTest") << ")</summary><pre>"
+             << html_text(reproducer_code(reproducer)) << "</pre></details>";
+      }
+      html << "</li>\n";
     }
     html << "</ul>\n";
   };

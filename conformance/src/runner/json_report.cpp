@@ -3,6 +3,7 @@
 
 #include "emm/conformance/json_writer.hpp"
 #include "emm/conformance/report_writers.hpp"
+#include "runner/report_format.hpp"
 
 namespace emm::conformance {
 
@@ -64,6 +65,22 @@ std::string to_json(const Certificate& certificate) {
     json.key("properties").begin_object();
     for (const auto& [key, value] : r.properties) json.key(key).value(value);
     json.end_object();
+    if (r.reproducer) {
+      const Reproducer& reproducer = *r.reproducer;
+      json.key("reproducer").begin_object();
+      json.key("seed").value(static_cast<std::uint64_t>(reproducer.seed));
+      json.key("budget").value(static_cast<std::uint64_t>(reproducer.budget));
+      json.key("sequences").value(static_cast<std::uint64_t>(reproducer.sequences));
+      json.key("shrinks").value(static_cast<std::uint64_t>(reproducer.shrinks));
+      json.key("calls").begin_array();
+      for (const std::string& call : reproducer.calls) json.value(call);
+      json.end_array();
+      json.key("replay").value(report_format::replay_command(report, r));
+      json.key("gtest").value(reproducer.gtest);
+      json.key("python").value(reproducer.python);
+      json.key("language").value(report_format::reproducer_language(reproducer));
+      json.end_object();
+    }
     if (!r.output.empty()) json.key("output").value(r.output);
     json.end_object();
   }

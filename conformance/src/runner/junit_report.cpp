@@ -7,6 +7,9 @@
 
 namespace emm::conformance {
 
+using report_format::replay_command;
+using report_format::reproducer_code;
+using report_format::reproducer_heading;
 using report_format::seconds;
 
 std::string to_junit(const Certificate& certificate) {
@@ -54,10 +57,21 @@ std::string to_junit(const Certificate& certificate) {
     switch (r.outcome) {
       case Outcome::pass:
         break;
-      case Outcome::fail:
+      case Outcome::fail: {
+        std::string text = message;
+        if (r.reproducer) {
+          text += "\n\n" + reproducer_heading(*r.reproducer) + "; " + replay_command(report, r) +
+                  " replays it:\n";
+          std::size_t number = 0;
+          for (const std::string& call : r.reproducer->calls) {
+            text += std::to_string(++number) + ". " + call + "\n";
+          }
+          text += "\n" + reproducer_code(*r.reproducer);
+        }
         body = "      <failure type=\"" + std::string(to_string(r.level)) + "\" message=\"" +
-               xml_text(message) + "\">" + xml_text(message) + "</failure>\n";
+               xml_text(message) + "\">" + xml_text(text) + "</failure>\n";
         break;
+      }
       case Outcome::crash:
       case Outcome::timeout:
       case Outcome::not_run:

@@ -81,6 +81,19 @@ std::string code_fence(std::string_view text) {
   return std::string(std::max<std::size_t>(3, longest + 1), '`');
 }
 
+// Every line of `text` (ending in a newline) prefixed with `prefix`: a block inside a list item.
+std::string indent_lines(std::string_view text, std::string_view prefix) {
+  std::string out;
+  bool at_start = true;
+  for (const char c : visible_text(text)) {
+    if (at_start) out += prefix;
+    out += c;
+    at_start = c == '\n';
+  }
+  if (!at_start) out += '\n';
+  return out;
+}
+
 }  // namespace
 
 std::string to_markdown(const Certificate& certificate) {
@@ -135,6 +148,23 @@ std::string to_markdown(const Certificate& certificate) {
       const ClauseResult& r = report.results[i];
       md << "- **" << r.clause->id << "** (" << to_string(r.backend) << ", " << to_string(r.outcome)
          << "): " << markdown_text(r.message) << "\n";
+      if (!r.reproducer) continue;
+      const Reproducer& reproducer = *r.reproducer;
+      std::string calls;
+      std::size_t number = 0;
+      for (const std::string& call : reproducer.calls) {
+        calls += std::to_string(++number) + ". " + call + "\n";
+      }
+      const std::string code = reproducer_code(reproducer);
+      const std::string fence = code_fence(calls + code);
+      md << "\n  " << markdown_text(reproducer_heading(reproducer)) << "; "
+         << markdown_code(replay_command(report, r)) << " replays it:\n\n"
+         << "  " << fence << "text\n"
+         << indent_lines(calls, "  ") << "  " << fence << "\n\n"
+         << "  <details><summary>" << r.clause->id << " reproducer ("
+         << (reproducer.for_python ? "Python" : "GoogleTest") << ")</summary>\n\n"
+         << "  " << fence << reproducer_language(reproducer) << "\n"
+         << indent_lines(code, "  ") << "  " << fence << "\n\n  </details>\n\n";
     }
   };
   items("Failed MUST clauses", verdict.failures);

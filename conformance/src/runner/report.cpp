@@ -104,5 +104,29 @@ std::string console_text(std::string_view text) {
   return out;
 }
 
+std::string replay_command(const CertificationReport& report, const ClauseResult& result) {
+  const Reproducer& reproducer = *result.reproducer;
+  const std::string subject = reproducer.for_python ? std::string("--python <module:Class>")
+                                                    : "--plugin " + report.plugin.description.path;
+  return "emm-certify " + subject + " --backend " + std::string(to_string(result.backend)) +
+         " --only " + result.clause->id + " --seed " + std::to_string(reproducer.seed) +
+         " --budget " + std::to_string(reproducer.budget);
+}
+
+std::string reproducer_heading(const Reproducer& reproducer) {
+  return "the shortest failing sequence found: " + std::to_string(reproducer.calls.size()) +
+         " call" + (reproducer.calls.size() == 1 ? "" : "s") + " (sequence " +
+         std::to_string(reproducer.sequences) + " of " + std::to_string(reproducer.budget) +
+         " failed, shrunk " + std::to_string(reproducer.shrinks) + " times)";
+}
+
+const std::string& reproducer_code(const Reproducer& reproducer) {
+  return reproducer.for_python ? reproducer.python : reproducer.gtest;
+}
+
+const char* reproducer_language(const Reproducer& reproducer) {
+  return reproducer.for_python ? "python" : "cpp";
+}
+
 }  // namespace report_format
 }  // namespace emm::conformance

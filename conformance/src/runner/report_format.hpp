@@ -27,4 +27,14 @@ std::string seconds(double ms);
 // is shown as part of the quoted text, never as a verdict).
 std::string console_text(std::string_view text);
 
+// The command line that replays a result's reproducer: "emm-certify --plugin PATH --backend fake
+// --only ALLOC-2 --seed 1 --budget 24".
+std::string replay_command(const CertificationReport& report, const ClauseResult& result);
+// "the shortest failing sequence found: 4 calls (sequence 3 of 24 failed, shrunk 7 times)".
+std::string reproducer_heading(const Reproducer& reproducer);
+// The reproducer's code to paste: its Python snippet for a Python plugin, else its GoogleTest
+// body; and the language's name for a code fence ("python", "cpp").
+const std::string& reproducer_code(const Reproducer& reproducer);
+const char* reproducer_language(const Reproducer& reproducer);
+
 }  // namespace emm::conformance::report_format

@@ -12,7 +12,7 @@ namespace {
 
 using namespace field_codec;
 
-constexpr std::string_view kMagic = "EMMR2\n";
+constexpr std::string_view kMagic = "EMMR3\n";
 constexpr std::string_view kAnswerMagic = "EMMANS2\n";
 constexpr std::string_view kResultKind = "result";
 constexpr std::string_view kLoadFailureKind = "load_failure";
@@ -39,8 +39,50 @@ std::string encode_result(const ClauseResult& result) {
     put(out, key);
     put(out, value);
   }
+  put(out, result.reproducer ? "1" : "0");
+  if (const std::optional<Reproducer>& reproducer = result.reproducer) {
+    put(out, std::to_string(reproducer->seed));
+    put(out, std::to_string(reproducer->budget));
+    put(out, std::to_string(reproducer->sequences));
+    put(out, std::to_string(reproducer->shrinks));
+    put_list(out, reproducer->calls);
+    put(out, reproducer->gtest);
+    put(out, reproducer->python);
+    put(out, reproducer->for_python ? "python" : "cpp");
+  }
   return out;
 }
+
+namespace {
+
+template <class Number>
+bool take_number(std::string_view& payload, Number& number) {
+  std::string text;
+  if (!take(payload, text)) return false;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
+  return error == std::errc() && end == text.data() + text.size() && number >= 0;
+}
+
+bool take_reproducer(std::string_view& payload, std::optional<Reproducer>& out) {
+  std::string present;
+  if (!take(payload, present)) return false;
+  if (present == "0") return true;
+  if (present != "1") return false;
+  Reproducer reproducer;
+  if (!take_number(payload, reproducer.seed) || !take_number(payload, reproducer.budget) ||
+      !take_number(payload, reproducer.sequences) || !take_number(payload, reproducer.shrinks) ||
+      !take_list(payload, reproducer.calls) || !take(payload, reproducer.gtest) ||
+      !take(payload, reproducer.python)) {
+    return false;
+  }
+  std::string language;
+  if (!take(payload, language) || (language != "python" && language != "cpp")) return false;
+  reproducer.for_python = language == "python";
+  out = std::move(reproducer);
+  return true;
+}
+
+}  // namespace
 
 std::optional<ClauseResult> decode_result(std::string_view payload) {
   if (!payload.starts_with(kMagic)) return std::nullopt;
@@ -74,6 +116,7 @@ std::optional<ClauseResult> decode_result(std::string_view payload) {
     if (!take(payload, key) || !take(payload, value)) return std::nullopt;
     result.properties.emplace_back(std::move(key), std::move(value));
   }
+  if (!take_reproducer(payload, result.reproducer)) return std::nullopt;
   if (!payload.empty()) return std::nullopt;
   return result;
 }

@@ -35,6 +35,23 @@ std::string to_text(const Certificate& certificate) {
     }
     out << "\n";
   }
+  // A failure's reproducer: numbered calls and the command that replays them.
+  auto sequence = [&](const ClauseResult& r) {
+    if (!r.reproducer) return;
+    out << "    " << reproducer_heading(*r.reproducer) << ":\n";
+    std::size_t number = 0;
+    for (const std::string& call : r.reproducer->calls) {
+      char label[16];
+      std::snprintf(label, sizeof label, "    %3zu. ", ++number);
+      std::string lines = visible_text(call);
+      for (std::size_t at = lines.find('\n'); at != std::string::npos;
+           at = lines.find('\n', at + 1)) {
+        lines.insert(at + 1, "         ");
+      }
+      out << label << lines << "\n";
+    }
+    out << "    replay: " << visible_text(replay_command(report, r)) << "\n";
+  };
   auto item = [&out](const ClauseResult& r, const std::string& text) {
     out << r.clause->id << " (" << to_string(r.backend) << ", " << to_string(r.outcome)
         << "): " << console_text(text) << "\n";
@@ -46,6 +63,7 @@ std::string to_text(const Certificate& certificate) {
     for (const std::size_t i : verdict.failures) {
       out << "  ";
       item(report.results[i], report.results[i].message);
+      sequence(report.results[i]);
     }
   }
   if (!verdict.warnings.empty()) {
@@ -53,6 +71,7 @@ std::string to_text(const Certificate& certificate) {
     for (const std::size_t i : verdict.warnings) {
       out << "  warning: ";
       item(report.results[i], report.results[i].message);
+      sequence(report.results[i]);
     }
   }
   bool header = false;

@@ -43,10 +43,9 @@ class SmallPackingPool : public emm::zoo::SlabPool {
         if (block.pointer < arena.whole.pointer + kArena &&
             block.generation == arena.whole.generation) {
           if (--arena.live > 0) return;
-          if (it->first == current_) {
-            arena.used = 0;  // empty again: the next small block starts at the arena's start
-            return;
-          }
+          // Empty: back to the slab pool like any block (the baseline keeps nothing it no longer
+          // hands out), so that the defect is the alignment alone.
+          if (it->first == current_) current_ = 0;
           const emm::zoo::Block whole = arena.whole;
           arenas_.erase(it);
           SlabPool::give_back(whole);

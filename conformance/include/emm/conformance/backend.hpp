@@ -68,6 +68,11 @@ class Backend {
   // Device memory in use now: this process's allocations on the fake (unrounded), total - free
   // from cuMemGetInfo on the gpu (device-wide: other processes count too).
   virtual std::size_t device_bytes_in_use() = 0;
+  // The total memory of `device`, as cuMemGetInfo reports it.
+  virtual std::size_t device_capacity(int device) = 0;
+  // Device memory in use on `device` alone (fake: every simulated process's allocations there;
+  // gpu: total - free from cuMemGetInfo in that device's primary context).
+  virtual std::size_t device_bytes_in_use_on(int device) = 0;
   // What device_bytes_in_use() may drift by without a leak: 0 on the fake; on the gpu, other
   // processes and the driver's page granularity.
   virtual std::size_t memory_slack() const noexcept = 0;
@@ -100,6 +105,13 @@ class Backend {
   virtual std::optional<std::size_t> invalid_frees() = 0;
   // Copies and memsets that touched bytes outside any live allocation, so far.
   virtual std::optional<std::size_t> invalid_accesses() = 0;
+  // Frees of device and host memory this process asked the driver for (cuMemFree,
+  // cuMemFreeAsync, cuMemFreeHost), so far; std::nullopt where they are not counted. Deferral
+  // (DEFER-*) forbids them while a defer_cleanup() guard is open (spec §8).
+  virtual std::optional<std::size_t> driver_frees() = 0;
+  // Every driver call this process made so far; std::nullopt where they are not counted (REG-2:
+  // a null-context instance makes none).
+  virtual std::optional<std::size_t> driver_calls() = 0;
   // Why this process can no longer use the device, if it cannot: a sticky driver error (a
   // kernel or copy faulted on memory the plugin corrupted or freed twice) poisons every later
   // call, so the clause that left it is failed for it and its process is not reused. The fake

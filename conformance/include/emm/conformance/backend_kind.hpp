@@ -10,17 +10,22 @@
 #include <optional>
 #include <string_view>
 
+#include "emm/conformance/exploration.hpp"
+
 namespace emm::conformance {
 
 enum class BackendKind { fake, gpu };
 
 inline constexpr std::array<BackendKind, 2> kBackendKinds{BackendKind::fake, BackendKind::gpu};
 
-// How make_backend() (backend.hpp) builds a backend; emm-certify's --devices sets fake_devices.
+// How make_backend() (backend.hpp) builds a backend, and how the clauses run on it explore
+// sequences; emm-certify's --devices sets fake_devices, --seed and --budget the exploration.
 struct BackendSettings {
   // Devices of the fake machine: identical, without peer access, so that IPC between them is
   // staged (spec 2.8). The gpu backend uses every GPU the driver sees.
   int fake_devices = 1;
+  // The seed and the sequences per clause of the property engine (exploration.hpp).
+  Exploration exploration{};
 };
 inline constexpr int kMaxFakeDevices = 16;
 

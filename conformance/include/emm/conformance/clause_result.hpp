@@ -11,12 +11,14 @@
 // A plain value type.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "emm/conformance/backend_kind.hpp"
 #include "emm/conformance/catalogue.hpp"
+#include "emm/conformance/exploration.hpp"
 #include "emm/conformance/outcome.hpp"
 
 namespace emm::conformance {
@@ -42,6 +44,9 @@ struct ClauseResult {
   // What the plugin and the check printed on stdout and stderr while the clause ran (capped:
   // the first and last 64 KiB), when the clause ran in a child process.
   std::string output;
+  // For a failure found by the clause's property: the shortest failing sequence of calls, with
+  // the seed that replays it.
+  std::optional<Reproducer> reproducer;
 };
 
 // `result.message`, or for a result without one its notes joined with "; ".

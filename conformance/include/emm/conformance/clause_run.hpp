@@ -27,6 +27,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -36,6 +37,7 @@
 #include "emm/conformance/backend.hpp"
 #include "emm/conformance/catalogue.hpp"
 #include "emm/conformance/clause_result.hpp"
+#include "emm/conformance/exploration.hpp"
 #include "emm/conformance/plugin_host.hpp"
 #include "emm/conformance/plugin_subject.hpp"
 #include "emm/driver.hpp"
@@ -65,6 +67,8 @@ struct RunOptions {
   // REG-2's driver. Default: a FakeDriver whose call counters must stay 0. The GoogleTest
   // flavour installs a testing::StrictMock<emm::MockDriver> with no expectations.
   std::function<ProbeDriver()> make_probe_driver;
+  // The seed and number of the generated sequences a clause's property is checked over.
+  Exploration exploration;
 };
 
 // Concatenates its arguments with operator<< (messages without <format>).
@@ -125,6 +129,9 @@ class ClauseRun {
   void unobservable(std::string_view what);
   const std::vector<std::string>& notes() const noexcept { return notes_; }
   const std::vector<std::string>& unobserved() const noexcept { return unobserved_; }
+  // The shortest failing sequence the clause's exploration found (engine/explore.hpp).
+  void set_reproducer(Reproducer reproducer) { reproducer_ = std::move(reproducer); }
+  const std::optional<Reproducer>& reproducer() const noexcept { return reproducer_; }
 
  private:
   const Clause& clause_;
@@ -135,6 +142,7 @@ class ClauseRun {
   std::vector<Property> properties_;
   std::vector<std::string> notes_;
   std::vector<std::string> unobserved_;
+  std::optional<Reproducer> reproducer_;
 };
 
 // Describes the exception being handled: "emm::CudaDriverError: cuMemAlloc failed: ...".

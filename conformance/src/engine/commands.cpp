@@ -1,0 +1,1451 @@
+#include "engine/commands.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "emm/errors.hpp"
+#include "emm/host_only_memory_manager.hpp"
+#include "emm/managed_memory.hpp"
+#include "emm/mapped_memory.hpp"
+
+namespace emm::conformance::engine {
+namespace {
+
+constexpr std::size_t KiB = 1024;
+constexpr std::size_t MiB = 1024 * KiB;
+// The largest size an ordinary allocation command asks for: "several MiB" (spec §8).
+constexpr std::size_t kLargestAllocation = 8 * MiB;
+
+// The names a reproducer gives device d's context: a call `context()` / `context(1)` in C++,
+// `ctx` / `ctx1` in Python (the prologue defines them).
+std::string cpp_context(int device) { return device == 0 ? "context()" : "context(1)"; }
+std::string py_context(int device) { return device == 0 ? "ctx" : "ctx1"; }
+const char* py_bool(bool value) { return value ? "True" : "False"; }
+const char* cpp_bool(bool value) { return value ? "true" : "false"; }
+
+// Every command: records the step for Property::step around what it does.
+class EngineCommand : public Command {
+ public:
+  void run(const Model& s0, Session& session) const final {
+    const StepInfo info{kind(), session.snapshot(), s0.guards.size()};
+    execute(s0, session);
+    session.property().step(session, info);
+  }
+  virtual CommandKind kind() const = 0;
+
+ protected:
+  virtual void execute(const Model& s0, Session& session) const = 0;
+};
+
+// The allocation a memalloc-like command is about to add (the id apply() will give it).
+ModelAllocation next_allocation(const Model& model, Source source, int device, std::size_t size) {
+  ModelAllocation made;
+  made.id = model.next_allocation;
+  made.source = source;
+  made.device = device;
+  made.size = size;
+  return made;
+}
+
+// Fills in what the returned device pointer says of itself; fails on a null result, which no
+// sequence can continue from.
+Allocation device_record(Session& session, const ModelAllocation& made,
+                         const std::shared_ptr<MemoryPointer>& pointer) {
+  Allocation record;
+  record.model = made;
+  record.name = allocation_name(made);
+  if (!pointer) {
+    session.fail(str(to_string(made.source), "(", made.size,
+                     ") returned a null std::shared_ptr; expected a MemoryPointer of ", made.size,
+                     " bytes"));
+  }
+  record.device_pointer = pointer->device_pointer();
+  record.reported_size = pointer->size();
+  record.reported_context = pointer->context();
+  record.refct = pointer->refct();
+  try {
+    record.base = pointer->owner();
+  } catch (...) {
+    session.fail_thrown(str(record.name, "->owner() to return the allocation"));
+  }
+  if (record.device_pointer == 0) {
+    session.fail(str(to_string(made.source), "(", made.size,
+                     ") returned a MemoryPointer whose device pointer is 0"));
+  }
+  record.block = session.backend().driver_block(record.device_pointer);
+  return record;
+}
+
+// --- allocation commands ---------------------------------------------------------------------
+
+// A size for a new allocation: often one asked for lately (a cache's or a size class's next
+// customer), else a fresh one.
+std::size_t next_size(const Model& model, std::size_t largest) {
+  if (!model.recent_sizes.empty() &&
+      *rc::gen::weightedOneOf<bool>({{3, rc::gen::just(false)}, {1, rc::gen::just(true)}})) {
+    const std::size_t size = *rc::gen::elementOf(model.recent_sizes);
+    if (size <= largest) return size;
+  }
+  return *allocation_sizes(largest);
+}
+
+class Memalloc final : public EngineCommand {
+ public:
+  Memalloc(const Model& model, const Plan&)
+      : device_(*rc::gen::inRange(0, model.devices)), size_(next_size(model, kLargestAllocation)) {}
+
+  void checkPreconditions(const Model& model) const override { RC_PRE(device_ < model.devices); }
+  void apply(Model& model) const override {
+    model.add_allocation(next_allocation(model, Source::memalloc, device_, size_));
+    model.used[static_cast<std::size_t>(device_)] = true;
+  }
+  void show(std::ostream& os) const override { os << "memalloc(" << size_ << ") on " << device_; }
+
+ protected:
+  CommandKind kind() const override { return CommandKind::memalloc; }
+  void execute(const Model& s0, Session& session) const override {
+    const ModelAllocation made = next_allocation(s0, Source::memalloc, device_, size_);
+    const std::string name = allocation_name(made);
+    session.begin_call({str("auto ", name, " = ", cpp_context(device_), ".memalloc(", size_, ");"),
+                        str(name, " = ", py_context(device_), ".memalloc(", size_, ")")});
+    Context& context = session.context(device_);
+    std::shared_ptr<MemoryPointer> pointer;
+    try {
+      pointer = context.memalloc(size_);
+    } catch (...) {
+      session.fail_thrown(str("memalloc(", size_, ")", session.after_lifecycle(device_),
+                              " to return a MemoryPointer of ", size_, " bytes"));
+    }
+    Allocation& allocation = session.record(device_record(session, made, pointer));
+    session.references().push_back({pointer, {}, made.id, name});
+    session.write_pattern(allocation);
+    session.property().allocated(session, allocation);
+  }
+
+ private:
+  int device_;
+  std::size_t size_;
+};
+
+// k allocations of one size back to back, then all of them released, first to last, last to
+// first, or every other one first: the paths a cache or a size class takes at its thresholds
+// (the 9th block of a bin, the block that starts a new chunk) without a sequence of 2k calls.
+class Burst final : public EngineCommand {
+ public:
+  enum class Order { first_to_last, last_to_first, alternate };
+
+  Burst(const Model& model, const Plan&)
+      : device_(*rc::gen::inRange(0, model.devices)),
+        size_(next_size(model, kLargestAllocation / 4)),
+        count_(*rc::gen::inRange(2, 25)),
+        order_(*rc::gen::element(Order::first_to_last, Order::last_to_first, Order::alternate)) {}
+
+  void checkPreconditions(const Model& model) const override { RC_PRE(device_ < model.devices); }
+  void apply(Model& model) const override {
+    model.next_allocation += count_;
+    model.asked_for(size_);
+    model.used[static_cast<std::size_t>(device_)] = true;
+  }
+  void show(std::ostream& os) const override { os << count_ << " x memalloc(" << size_ << ")"; }
+  CommandKind kind() const override { return CommandKind::burst; }
+
+ protected:
+  void execute(const Model& s0, Session& session) const override {
+    const int first = s0.next_allocation;
+    const char* order = order_ == Order::first_to_last   ? "first to last"
+                        : order_ == Order::last_to_first ? "last to first"
+                                                         : "every other one first";
+    session.begin_call(
+        {str("std::vector<std::shared_ptr<emm::MemoryPointer>> burst;  // m", first, " .. m",
+             first + count_ - 1, "\nfor (int i = 0; i < ", count_, "; ++i) burst.push_back(",
+             cpp_context(device_), ".memalloc(", size_, "));\n", release_code(), "  // ", order),
+         str("burst = [", py_context(device_), ".memalloc(", size_, ") for _ in range(", count_,
+             ")]  # m", first, " .. m", first + count_ - 1, "\n", release_python(), "  # ",
+             order)});
+    Context& context = session.context(device_);
+    std::vector<std::pair<int, std::shared_ptr<MemoryPointer>>> made;
+    for (int i = 0; i < count_; ++i) {
+      ModelAllocation model = next_allocation(s0, Source::memalloc, device_, size_);
+      model.id = first + i;
+      std::shared_ptr<MemoryPointer> pointer;
+      try {
+        pointer = context.memalloc(size_);
+      } catch (...) {
+        session.fail_thrown(str("memalloc(", size_, ") number ", i + 1, " of ", count_,
+                                session.after_lifecycle(device_), " to return a MemoryPointer"));
+      }
+      Allocation& allocation = session.record(device_record(session, model, pointer));
+      session.write_pattern(allocation);
+      session.property().allocated(session, allocation);
+      made.emplace_back(model.id, std::move(pointer));
+    }
+    std::vector<std::size_t> order_of;
+    for (std::size_t i = 0; i < made.size(); ++i) order_of.push_back(i);
+    if (order_ == Order::last_to_first) std::reverse(order_of.begin(), order_of.end());
+    if (order_ == Order::alternate) {
+      std::stable_partition(order_of.begin(), order_of.end(),
+                            [](std::size_t i) { return i % 2 == 0; });
+    }
+    for (const std::size_t i : order_of) {
+      made[i].second.reset();
+      Allocation& record = session.allocation(made[i].first);
+      record.released = true;
+      session.property().released(session, record, true);
+    }
+  }
+
+ private:
+  std::string release_code() const {
+    switch (order_) {
+      case Order::first_to_last:
+        return "for (auto& m : burst) m.reset();";
+      case Order::last_to_first:
+        return "while (!burst.empty()) burst.pop_back();";
+      case Order::alternate:
+        return "for (std::size_t i = 0; i < burst.size(); i += 2) "
+               "burst[i].reset();\nburst.clear();";
+    }
+    return "";
+  }
+  std::string release_python() const {
+    switch (order_) {
+      case Order::first_to_last:
+        return "while burst: del burst[0]";
+      case Order::last_to_first:
+        return "while burst: burst.pop()";
+      case Order::alternate:
+        return "del burst[::2]\ndel burst[:]";
+    }
+    return "";
+  }
+
+  int device_;
+  std::size_t size_;
+  int count_;
+  Order order_;
+};
+
+class Memallocmanaged final : public EngineCommand {
+ public:
+  Memallocmanaged(const Model& model, const Plan&)
+      : device_(*rc::gen::inRange(0, model.devices)),
+        size_(next_size(model, kLargestAllocation)),
+        attach_global_(*rc::gen::arbitrary<bool>()) {}
+
+  void checkPreconditions(const Model& model) const override { RC_PRE(device_ < model.devices); }
+  void apply(Model& model) const override {
+    ModelAllocation made = next_allocation(model, Source::memallocmanaged, device_, size_);
+    made.attach_global = attach_global_;
+    model.add_allocation(made);
+    model.used[static_cast<std::size_t>(device_)] = true;
+  }
+  void show(std::ostream& os) const override { os << "memallocmanaged(" << size_ << ")"; }
+
+ protected:
+  CommandKind kind() const override { return CommandKind::memallocmanaged; }
+  void execute(const Model& s0, Session& session) const override {
+    ModelAllocation made = next_allocation(s0, Source::memallocmanaged, device_, size_);
+    made.attach_global = attach_global_;
+    const std::string name = allocation_name(made);
+    session.begin_call({str("auto ", name, " = ", cpp_context(device_), ".memallocmanaged(", size_,
+                            ", /*attach_global=*/", cpp_bool(attach_global_), ");"),
+                        str(name, " = ", py_context(device_), ".memallocmanaged(", size_,
+                            ", attach_global=", py_bool(attach_global_), ")")});
+    Context& context = session.context(device_);
+    std::shared_ptr<MemoryPointer> pointer;
+    try {
+      pointer = context.memallocmanaged(size_, attach_global_);
+    } catch (...) {
+      session.fail_thrown(str("memallocmanaged(", size_, ", ", cpp_bool(attach_global_), ")",
+                              session.after_lifecycle(device_), " to return managed memory of ",
+                              size_, " bytes"));
+    }
+    Allocation record = device_record(session, made, pointer);
+    if (ManagedMemory* managed = managed_memory(pointer)) {
+      record.host_pointer = managed->host_pointer();
+    }
+    Allocation& allocation = session.record(std::move(record));
+    session.references().push_back({pointer, {}, made.id, name});
+    session.write_pattern(allocation);
+    session.property().allocated(session, allocation);
+  }
+
+ private:
+  int device_;
+  std::size_t size_;
+  bool attach_global_;
+};
+
+// The sizes memhostalloc is asked for: pinned memory is costly, so smaller than device sizes.
+constexpr std::size_t kLargestHostAllocation = 2 * MiB;
+
+class Memhostalloc final : public EngineCommand {
+ public:
+  Memhostalloc(const Model& model, const Plan& plan)
+      : device_(*rc::gen::inRange(0, model.devices)),
+        size_(next_size(model, kLargestHostAllocation)),
+        mapped_(plan.can_map_host_memory && *rc::gen::arbitrary<bool>()),
+        portable_(*rc::gen::arbitrary<bool>()),
+        wc_(*rc::gen::arbitrary<bool>()) {}
+
+  void checkPreconditions(const Model& model) const override {
+    RC_PRE(device_ < model.devices);
+    RC_PRE(!mapped_ || model.can_map_host_memory);
+  }
+  void apply(Model& model) const override {
+    ModelAllocation made = next_allocation(model, Source::memhostalloc, device_, size_);
+    made.mapped = mapped_;
+    made.portable = portable_;
+    made.wc = wc_;
+    model.add_allocation(made);
+    model.used[static_cast<std::size_t>(device_)] = true;
+  }
+  void show(std::ostream& os) const override { os << "memhostalloc(" << size_ << ")"; }
+
+ protected:
+  CommandKind kind() const override { return CommandKind::memhostalloc; }
+  void execute(const Model& s0, Session& session) const override {
+    ModelAllocation made = next_allocation(s0, Source::memhostalloc, device_, size_);
+    made.mapped = mapped_;
+    made.portable = portable_;
+    made.wc = wc_;
+    const std::string name = allocation_name(made);
+    session.begin_call({str("auto ", name, " = ", cpp_context(device_), ".memhostalloc(", size_,
+                            ", /*mapped=*/", cpp_bool(mapped_), ", /*portable=*/",
+                            cpp_bool(portable_), ", /*wc=*/", cpp_bool(wc_), ");"),
+                        str(name, " = ", py_context(device_), ".memhostalloc(", size_,
+                            ", mapped=", py_bool(mapped_), ", portable=", py_bool(portable_),
+                            ", wc=", py_bool(wc_), ")")});
+    Context& context = session.context(device_);
+    HostAllocation host;
+    try {
+      host = context.memhostalloc(size_, mapped_, portable_, wc_);
+    } catch (...) {
+      session.fail_thrown(str("memhostalloc(", size_, ", ", cpp_bool(mapped_), ", ",
+                              cpp_bool(portable_), ", ", cpp_bool(wc_), ")",
+                              session.after_lifecycle(device_),
+                              " to return page-locked host memory"));
+    }
+    Allocation record;
+    record.model = made;
+    record.name = name;
+    if (host.empty() || host.host_pointer() == nullptr) {
+      session.fail(str("memhostalloc(", size_, ") returned ",
+                       host.empty() ? "an empty HostAllocation" : "a null host pointer",
+                       "; expected ", size_, " bytes of page-locked host memory"));
+    }
+    record.host_pointer = host.host_pointer();
+    record.reported_host_pointer = host.host_pointer();
+    record.reported_size = host.size();
+    record.reported_mapped = host.is_mapped();
+    std::shared_ptr<MemoryPointer> pointer = host.mapped_pointer();
+    if (pointer) {
+      record.device_pointer = pointer->device_pointer();
+      record.base = pointer->owner();
+      record.reported_context = pointer->context();
+    } else if (host.pinned_memory()) {
+      record.pinned = host.pinned_memory();
+      record.reported_context = host.pinned_memory()->context();
+    }
+    Allocation& allocation = session.record(std::move(record));
+    session.references().push_back({pointer, host, made.id, name});
+    session.write_pattern(allocation);
+    session.property().allocated(session, allocation);
+  }
+
+ private:
+  int device_;
+  std::size_t size_;
+  bool mapped_;
+  bool portable_;
+  bool wc_;
+};
+
+// Where mempin pins: offsets and sizes around page boundaries, unaligned, and few enough that
+// a range is often pinned again right after it was unpinned, or next to a live pin.
+rc::Gen<std::size_t> pin_offsets(std::size_t buffer_size) {
+  return rc::gen::weightedOneOf<std::size_t>(
+      {{3, rc::gen::elementOf(
+               std::vector<std::size_t>{0, 1, 17, 4095, 4096, 4097, 8191, 8192, 12288 + 5})},
+       {1, rc::gen::inRange<std::size_t>(0, buffer_size)}});
+}
+rc::Gen<std::size_t> pin_sizes(std::size_t buffer_size) {
+  return rc::gen::weightedOneOf<std::size_t>(
+      {{3, rc::gen::elementOf(std::vector<std::size_t>{1, 15, 100, 4093, 4096, 4097, 8192, 8191})},
+       {1, rc::gen::inRange<std::size_t>(1, buffer_size)}});
+}
+
+class Mempin final : public EngineCommand {
+ public:
+  Mempin(const Model& model, const Plan& plan)
+      : device_(*rc::gen::inRange(0, model.devices)),
+        buffer_(*rc::gen::inRange(0, std::max(model.buffers, 1))),
+        mapped_(plan.can_map_host_memory && *rc::gen::arbitrary<bool>()) {
+    // Next to a pinned range half of the time: adjacent pins must both work (exact ranges).
+    std::vector<std::pair<std::size_t, std::size_t>> pinned;
+    for (const ModelAllocation& a : model.allocations) {
+      if (a.source == Source::mempin && a.buffer == buffer_) pinned.emplace_back(a.offset, a.size);
+    }
+    const std::size_t size = *pin_sizes(model.buffer_size);
+    if (!pinned.empty() && *rc::gen::arbitrary<bool>()) {
+      const auto& [offset, length] = pinned[*rc::gen::inRange<std::size_t>(0, pinned.size())];
+      const bool after = *rc::gen::arbitrary<bool>();
+      offset_ = after ? offset + length : (offset >= size ? offset - size : 0);
+    } else {
+      offset_ = *pin_offsets(model.buffer_size);
+    }
+    size_ = size;
+  }
+
+  void checkPreconditions(const Model& model) const override {
+    RC_PRE(device_ < model.devices);
+    RC_PRE(buffer_ < model.buffers);
+    RC_PRE(size_ > 0 && offset_ + size_ <= model.buffer_size);
+    RC_PRE(!mapped_ || model.can_map_host_memory);
+    // The driver refuses to register a byte twice; pinning the same memory twice is the
+    // caller's mistake, not a rule for the plugin.
+    RC_PRE(!model.pinned_overlaps(buffer_, offset_, size_));
+    RC_PRE(model.pins_share_pages || !model.pinned_overlaps(buffer_, offset_, size_, 4096));
+  }
+  void apply(Model& model) const override {
+    ModelAllocation made = next_allocation(model, Source::mempin, device_, size_);
+    made.mapped = mapped_;
+    made.buffer = buffer_;
+    made.offset = offset_;
+    model.add_allocation(made);
+    model.used[static_cast<std::size_t>(device_)] = true;
+  }
+  void show(std::ostream& os) const override { os << "mempin(" << offset_ << ", " << size_ << ")"; }
+
+ protected:
+  CommandKind kind() const override { return CommandKind::mempin; }
+  void execute(const Model& s0, Session& session) const override {
+    ModelAllocation made = next_allocation(s0, Source::mempin, device_, size_);
+    made.mapped = mapped_;
+    made.buffer = buffer_;
+    made.offset = offset_;
+    const std::string name = allocation_name(made);
+    session.trace().buffers[buffer_] = s0.buffer_size;
+    const std::string buffer = str("buffer", buffer_);
+    session.begin_call(
+        {str("auto ", name, " = ", cpp_context(device_), ".mempin(", buffer, ", ", buffer,
+             ".get() + ", offset_, ", ", size_, ", /*mapped=*/", cpp_bool(mapped_), ");"),
+         str(name, " = ", py_context(device_), ".mempin(", buffer, ", ", buffer, ".ctypes.data + ",
+             offset_, ", ", size_, ", mapped=", py_bool(mapped_), ")")});
+    Context& context = session.context(device_);
+    std::byte* pointer = session.buffer(buffer_) + offset_;
+    const std::shared_ptr<void> owner = session.buffer_owner(buffer_);
+    HostAllocation host;
+    try {
+      host = context.mempin(owner, pointer, size_, mapped_);
+    } catch (...) {
+      session.fail_thrown(str("mempin(owner, p, ", size_, ", ", cpp_bool(mapped_), ")",
+                              session.after_lifecycle(device_), " to page-lock [p, p + ", size_,
+                              ")"));
+    }
+    if (host.empty()) session.fail("mempin returned an empty HostAllocation");
+    Allocation record;
+    record.model = made;
+    record.name = name;
+    record.host_pointer = pointer;
+    record.reported_host_pointer = host.host_pointer();
+    record.reported_size = host.size();
+    record.reported_mapped = host.is_mapped();
+    const std::shared_ptr<void> owned = host.owned();
+    record.owner_kept = owned && !owned.owner_before(owner) && !owner.owner_before(owned);
+    std::shared_ptr<MemoryPointer> mapped = host.mapped_pointer();
+    if (mapped) {
+      record.device_pointer = mapped->device_pointer();
+      record.base = mapped->owner();
+      record.reported_context = mapped->context();
+    } else if (host.pinned_memory()) {
+      record.pinned = host.pinned_memory();
+      record.reported_context = host.pinned_memory()->context();
+    }
+    Allocation& allocation = session.record(std::move(record));
+    session.references().push_back({mapped, host, made.id, name});
+    session.write_pattern(allocation);
+    session.property().allocated(session, allocation);
+  }
+
+ private:
+  int device_;
+  int buffer_;
+  bool mapped_;
+  std::size_t offset_ = 0;
+  std::size_t size_ = 1;
+};
+
+// --- references ---------------------------------------------------------------------------------
+
+// Host memory that is not mapped has no MemoryPointer: a reference to it is a copy.
+bool pointer_references(const ModelAllocation& allocation) {
+  return on_device(allocation.source) || allocation.mapped;
+}
+
+rc::Gen<std::size_t> view_starts(std::size_t size) {
+  return rc::gen::weightedOneOf<std::size_t>(
+      {{3, rc::gen::elementOf(std::vector<std::size_t>{0, 1, 16, 256, 4096 + 3})},
+       {1, rc::gen::just(size / 2)},
+       {1, rc::gen::inRange<std::size_t>(0, size + 1)}});
+}
+
+class TakeReference final : public EngineCommand {
+ public:
+  enum class How { copy, own, view };
+
+  TakeReference(const Model& model, const Plan&) {
+    index_ = *rc::gen::inRange<std::size_t>(0, model.references.size());
+    const ModelReference& reference = model.references[index_];
+    const ModelAllocation* allocation = model.find(reference.allocation);
+    if (allocation != nullptr && pointer_references(*allocation)) {
+      how_ = *rc::gen::element(How::view, How::own, How::copy);
+    }
+    if (how_ == How::view) {
+      start_ = std::min(*view_starts(reference.size), reference.size);
+      const std::size_t left = reference.size - start_;
+      stop_ = start_ +
+              *rc::gen::weightedOneOf<std::size_t>(
+                  {{3, rc::gen::just(left)},
+                   {1, rc::gen::elementOf(std::vector<std::size_t>{
+                           std::min<std::size_t>(left, 1), std::min<std::size_t>(left, 4096)})},
+                   {1, rc::gen::inRange<std::size_t>(0, left + 1)}});
+    }
+  }
+
+  void checkPreconditions(const Model& model) const override {
+    RC_PRE(index_ < model.references.size());
+    const ModelReference& reference = model.references[index_];
+    const ModelAllocation* allocation = model.find(reference.allocation);
+    RC_PRE(allocation != nullptr && !allocation->orphaned);
+    RC_PRE(how_ == How::copy || pointer_references(*allocation));
+    RC_PRE(start_ <= stop_ && stop_ <= reference.size);
+  }
+  void apply(Model& model) const override {
+    const ModelReference reference = model.references[index_];
+    switch (how_) {
+      case How::copy:
+        model.add_reference(reference.allocation, ReferenceKind::copy, reference.offset,
+                            reference.size);
+        break;
+      case How::own:
+        model.add_reference(reference.allocation, ReferenceKind::own, reference.offset,
+                            reference.size);
+        break;
+      case How::view:
+        model.add_reference(reference.allocation, ReferenceKind::view, reference.offset + start_,
+                            stop_ - start_);
+        break;
+    }
+  }
+  void show(std::ostream& os) const override { os << "reference " << index_; }
+
+ protected:
+  CommandKind kind() const override { return CommandKind::reference; }
+  void execute(const Model& s0, Session& session) const override {
+    const ModelReference& from = s0.references[index_];
+    const ModelAllocation& allocation = *s0.find(from.allocation);
+    Model after = s0;
+    apply(after);
+    const ModelReference& made = after.references.back();
+    const std::string source = reference_name(allocation, from);
+    const std::string name = reference_name(allocation, made);
+    Session::Held held = session.references()[index_];
+    held.name = name;
+    switch (how_) {
+      case How::copy:
+        session.begin_call({str("auto ", name, " = ", source, ";"), str(name, " = ", source)});
+        break;
+      case How::own:
+        session.begin_call(
+            {str("auto ", name, " = ", source, "->own();"), str(name, " = ", source, ".own()")});
+        try {
+          held.pointer = held.pointer->own();
+        } catch (...) {
+          session.fail_thrown(str(source, "->own() to return an OwnedPointer"));
+        }
+        break;
+      case How::view:
+        session.begin_call({str("auto ", name, " = ", source, "->view(", start_, ", ", stop_, ");"),
+                            str(name, " = ", source, ".view(", start_, ", ", stop_, ")")});
+        try {
+          held.pointer = held.pointer->view(start_, stop_);
+        } catch (...) {
+          session.fail_thrown(str(source, "->view(", start_, ", ", stop_, ") to return a view"));
+        }
+        break;
+    }
+    session.references().push_back(held);
+    session.property().referenced(session, session.allocation(allocation.id), made, held.pointer);
+  }
+
+ private:
+  std::size_t index_ = 0;
+  How how_ = How::copy;
+  std::size_t start_ = 0;
+  std::size_t stop_ = 0;
+};
+
+class Release final : public EngineCommand {
+ public:
+  Release(const Model& model, const Plan&)
+      : index_(*rc::gen::inRange<std::size_t>(0, model.references.size())),
+        on_thread_(
+            *rc::gen::weightedOneOf<bool>({{4, rc::gen::just(false)}, {1, rc::gen::just(true)}})) {}
+
+  void checkPreconditions(const Model& model) const override {
+    RC_PRE(index_ < model.references.size());
+  }
+  void apply(Model& model) const override { model.drop_reference(index_); }
+  void show(std::ostream& os) const override { os << "release " << index_; }
+
+ protected:
+  CommandKind kind() const override { return CommandKind::release; }
+  void execute(const Model& s0, Session& session) const override {
+    const ModelReference& reference = s0.references[index_];
+    const ModelAllocation& allocation = *s0.find(reference.allocation);
+    const std::string name = reference_name(allocation, reference);
+    const bool pointer = pointer_references(allocation);
+    const std::string drop = pointer ? "r.reset();" : "r = emm::HostAllocation();";
+    if (on_thread_) {
+      session.begin_call(
+          {str("std::thread([r = std::move(", name, ")]() mutable { ", drop, " }).join();"),
+           str("_held = [", name, "]; del ", name,
+               "; _t = threading.Thread(target=_held.clear); _t.start(); _t.join()")});
+    } else {
+      session.begin_call({pointer ? str(name, ".reset();") : str(name, " = emm::HostAllocation();"),
+                          str("del ", name)});
+    }
+    std::vector<Session::Held>& references = session.references();
+    Session::Held held = std::move(references[index_]);
+    references.erase(references.begin() + static_cast<long>(index_));
+    if (on_thread_) {
+      std::thread thread([dropped = std::move(held)]() mutable { dropped = Session::Held{}; });
+      thread.join();
+    } else {
+      held = Session::Held{};
+    }
+    const bool last = allocation.references == 1;
+    Allocation& record = session.allocation(allocation.id);
+    if (last) record.released = true;
+    session.property().released(session, record, last);
+  }
+
+ private:
+  std::size_t index_;
+  bool on_thread_;
+};
+
+class Verify final : public EngineCommand {
+ public:
+  Verify(const Model& model, const Plan&)
+      : index_(*rc::gen::inRange<std::size_t>(0, model.references.size())) {}
+
+  void checkPreconditions(const Model& model) const override {
+    RC_PRE(index_ < model.references.size());
+    const ModelAllocation* allocation = model.find(model.references[index_].allocation);
+    RC_PRE(allocation != nullptr && !allocation->orphaned);
+  }
+  void show(std::ostream& os) const override { os << "verify " << index_; }
+
+ protected:
+  CommandKind kind() const override { return CommandKind::verify; }
+  void execute(const Model& s0, Session& session) const override {
+    const ModelAllocation& model = *s0.find(s0.references[index_].allocation);
+    const std::string name = allocation_name(model);
+    session.begin_call({str("// ", name, " still holds the bytes written into it: read them back"),
+                        str("# ", name, " still holds the bytes written into it: read them back")});
+    Allocation& allocation = session.allocation(model.id);
+    session.context(model.device);
+    const std::string damage = session.pattern_damage(allocation);
+    session.property().verified(session, allocation, damage);
+  }
+
+ private:
+  std::size_t index_;
+};
+
+// --- lifecycle ----------------------------------------------------------------------------------
+
+std::optional<MemoryInfo> quiet_memory_info(Session& session, Context& context) {
+  if (!session.capabilities().memory_info) return std::nullopt;
+  try {
+    return context.get_memory_info();
+  } catch (...) {
+    return std::nullopt;  // INFO-1 judges a memory info that throws
+  }
+}
+
+class Initialize final : public EngineCommand {
+ public:
+  Initialize(const Model& model, const Plan&) : device_(*rc::gen::inRange(0, model.devices)) {}
+  void checkPreconditions(const Model& model) const override { RC_PRE(device_ < model.devices); }
+  void apply(Model& model) const override { model.used[static_cast<std::size_t>(device_)] = true; }
+  void show(std::ostream& os) const override { os << "initialize " << device_; }
+
+ protected:
+  CommandKind kind() const override { return CommandKind::initialize; }
+  void execute(const Model&, Session& session) const override {
+    session.begin_call({str(cpp_context(device_), ".memory_manager().initialize();"),
+                        str(py_context(device_), ".memory_manager.initialize()")});
+    Context& context = session.context(device_);
+    Initialized seen;
+    seen.device = device_;
+    seen.info_before = quiet_memory_info(session, context);
+    seen.before = session.snapshot();
+    try {
+      context.memory_manager().initialize();
+    } catch (...) {
+      session.fail_thrown("initialize() to return (it may be called any number of times)");
+    }
+    seen.after = session.snapshot();
+    session.note_lifecycle(device_, "initialize() again");
+    seen.info_after = quiet_memory_info(session, context);
+    session.property().initialized(session, seen);
+  }
+
+ private:
+  int device_;
+};
+
+class Reset final : public EngineCommand {
+ public:
+  Reset(const Model& model, const Plan&) : device_(*rc::gen::inRange(0, model.devices)) {}
+  void checkPreconditions(const Model& model) const override { RC_PRE(device_ < model.devices); }
+  void apply(Model& model) const override {
+    model.orphan(device_);
+    model.used[static_cast<std::size_t>(device_)] = true;
+  }
+  void show(std::ostream& os) const override { os << "reset " << device_; }
+
+ protected:
+  CommandKind kind() const override { return CommandKind::reset; }
+  void execute(const Model& s0, Session& session) const override {
+    session.begin_call(
+        {str(cpp_context(device_), ".reset();"), str(py_context(device_), ".reset()")});
+    Context& context = session.context(device_);
+    const Snapshot before = session.snapshot();
+    try {
+      context.reset();
+    } catch (...) {
+      session.fail_thrown("reset() to return (the plugin's reset() releases what it holds)");
+    }
+    session.note_lifecycle(device_, "reset()");
+    for (const ModelAllocation& allocation : s0.allocations) {
+      if (allocation.device == device_) session.allocation(allocation.id).orphaned = true;
+    }
+    session.property().was_reset(session, device_, before);
+  }
+
+ private:
+  int device_;
+};
+
+class Flush final : public EngineCommand {
+ public:
+  Flush(const Model& model, const Plan&) : device_(*rc::gen::inRange(0, model.devices)) {}
+  void checkPreconditions(const Model& model) const override { RC_PRE(device_ < model.devices); }
+  void show(std::ostream& os) const override { os << "flush " << device_; }
+
+ protected:
+  CommandKind kind() const override { return CommandKind::flush; }
+  void execute(const Model&, Session& session) const override {
+    session.begin_call(
+        {str("dynamic_cast<emm::HostOnlyCUDAMemoryManager&>(", cpp_context(device_),
+             ".memory_manager()).deallocations().clear();  // the host's flush point"),
+         str(py_context(device_),
+             ".memory_manager.deallocations.clear()  # the host's flush point")});
+    Context& context = session.context(device_);
+    const Snapshot before = session.snapshot();
+    if (auto* host_only = dynamic_cast<HostOnlyCUDAMemoryManager*>(&context.memory_manager())) {
+      try {
+        host_only->deallocations().clear();
+      } catch (...) {
+        session.fail_thrown("the deferred frees to run");
+      }
+    }
+    session.property().flushed(session, device_, before);
+  }
+
+ private:
+  int device_;
+};
+
+class EnterGuard final : public EngineCommand {
+ public:
+  EnterGuard(const Model& model, const Plan&)
+      : device_(*rc::gen::inRange(0, model.devices)),
+        through_context_(*rc::gen::arbitrary<bool>()) {}
+  void checkPreconditions(const Model& model) const override { RC_PRE(device_ < model.devices); }
+  void apply(Model& model) const override {
+    model.guards.push_back({model.next_guard++, device_, through_context_});
+    model.used[static_cast<std::size_t>(device_)] = true;
+  }
+  void show(std::ostream& os) const override { os << "enter guard " << device_; }
+
+ protected:
+  CommandKind kind() const override { return CommandKind::enter_guard; }
+  void execute(const Model& s0, Session& session) const override {
+    const std::string name = str("g", s0.next_guard);
+    const std::string cpp_call =
+        through_context_ ? str(cpp_context(device_), ".defer_cleanup()")
+                         : str(cpp_context(device_), ".memory_manager().defer_cleanup()");
+    const std::string py_call = through_context_
+                                    ? str(py_context(device_), ".defer_cleanup()")
+                                    : str(py_context(device_), ".memory_manager.defer_cleanup()");
+    session.begin_call({str("emm::CleanupGuard ", name, " = ", cpp_call, ";"),
+                        str(name, " = ", py_call, "; ", name, ".__enter__()")});
+    Context& context = session.context(device_);
+    const Snapshot before = session.snapshot();
+    try {
+      session.guards().push_back(
+          {through_context_ ? context.defer_cleanup() : context.memory_manager().defer_cleanup(),
+           s0.next_guard, device_});
+    } catch (...) {
+      session.fail_thrown("defer_cleanup() to return a guard");
+    }
+    session.property().guard_entered(session, device_, before);
+  }
+
+ private:
+  int device_;
+  bool through_context_;
+};
+
+class ExitGuard final : public EngineCommand {
+ public:
+  ExitGuard(const Model& model, const Plan&)
+      : index_(*rc::gen::inRange<std::size_t>(0, model.guards.size())) {}
+  void checkPreconditions(const Model& model) const override {
+    RC_PRE(index_ < model.guards.size());
+  }
+  void apply(Model& model) const override {
+    model.guards.erase(model.guards.begin() + static_cast<long>(index_));
+  }
+  void show(std::ostream& os) const override { os << "exit guard " << index_; }
+
+ protected:
+  CommandKind kind() const override { return CommandKind::exit_guard; }
+  void execute(const Model& s0, Session& session) const override {
+    const ModelGuard& guard = s0.guards[index_];
+    const std::string name = str("g", guard.id);
+    session.begin_call({str(name, ".release();"), str(name, ".__exit__(None, None, None)")});
+    session.context(guard.device);
+    const Snapshot before = session.snapshot();
+    std::vector<Session::HeldGuard>& guards = session.guards();
+    CleanupGuard leaving = std::move(guards[index_].guard);
+    guards.erase(guards.begin() + static_cast<long>(index_));
+    leaving.release();  // noexcept: a throwing exit is reported through Diagnostics
+    session.property().guard_exited(session, guard.device, before);
+  }
+
+ private:
+  std::size_t index_;
+};
+
+class Close final : public EngineCommand {
+ public:
+  Close(const Model&, const Plan&) {}
+  void apply(Model& model) const override {
+    for (int device = 0; device < model.devices; ++device) model.orphan(device);
+    model.guards.clear();
+  }
+  void show(std::ostream& os) const override { os << "close"; }
+
+ protected:
+  CommandKind kind() const override { return CommandKind::close; }
+  void execute(const Model& s0, Session& session) const override {
+    // Open guards end first: a closed context's guards have nothing left to guard.
+    std::string guards_cpp;
+    std::string guards_py;
+    for (const ModelGuard& guard : s0.guards) {
+      guards_cpp += str("g", guard.id, ".release(); ");
+      guards_py += str("g", guard.id, ".__exit__(None, None, None); ");
+    }
+    session.begin_call({guards_cpp + "runtime.close();  // every context reset, plugins destroyed",
+                        guards_py + "cuda.close()"});
+    const Snapshot before = session.snapshot();
+    while (!session.guards().empty()) {
+      session.guards().back().guard.release();
+      session.guards().pop_back();
+    }
+    session.close_runtime();
+    for (int device = 0; device < s0.devices; ++device) session.note_lifecycle(device, "close()");
+    for (const ModelAllocation& allocation : s0.allocations) {
+      session.allocation(allocation.id).orphaned = true;
+    }
+    session.property().closed(session, before);
+  }
+};
+
+// --- queries
+// ----------------------------------------------------------------------------------------
+
+class QueryMemoryInfo final : public EngineCommand {
+ public:
+  QueryMemoryInfo(const Model& model, const Plan&) : device_(*rc::gen::inRange(0, model.devices)) {}
+  void checkPreconditions(const Model& model) const override { RC_PRE(device_ < model.devices); }
+  void show(std::ostream& os) const override { os << "memory info " << device_; }
+
+ protected:
+  CommandKind kind() const override { return CommandKind::memory_info; }
+  void execute(const Model&, Session& session) const override {
+    session.begin_call({str(cpp_context(device_), ".get_memory_info();"),
+                        str(py_context(device_), ".get_memory_info()")});
+    Context& context = session.context(device_);
+    std::optional<MemoryInfo> info;
+    try {
+      info = context.get_memory_info();
+    } catch (...) {
+      session.property().memory_info(session, device_, std::nullopt, session.snapshot());
+      return;
+    }
+    session.property().memory_info(session, device_, info, session.snapshot());
+  }
+
+ private:
+  int device_;
+};
+
+class ExportIpc final : public EngineCommand {
+ public:
+  ExportIpc(const Model& model, const Plan&)
+      : index_(*rc::gen::inRange<std::size_t>(0, model.references.size())) {}
+  void checkPreconditions(const Model& model) const override {
+    RC_PRE(index_ < model.references.size());
+    const ModelAllocation* allocation = model.find(model.references[index_].allocation);
+    RC_PRE(allocation != nullptr && !allocation->orphaned &&
+           allocation->source == Source::memalloc);
+  }
+  void show(std::ostream& os) const override { os << "export " << index_; }
+
+ protected:
+  CommandKind kind() const override { return CommandKind::export_ipc; }
+  void execute(const Model& s0, Session& session) const override {
+    const ModelReference& reference = s0.references[index_];
+    const ModelAllocation& model = *s0.find(reference.allocation);
+    const std::string name = reference_name(model, reference);
+    const std::string handle_name = str("handle", session.call_number() + 1);
+    session.begin_call({str("auto ", handle_name, " = ", cpp_context(model.device),
+                            ".get_ipc_handle(", name, ");  // opened in another process"),
+                        str(handle_name, " = ", py_context(model.device), ".get_ipc_handle(", name,
+                            ")  # opened in another process")});
+    Context& context = session.context(model.device);
+    const std::shared_ptr<MemoryPointer> pointer = session.references()[index_].pointer;
+    Allocation& allocation = session.allocation(model.id);
+    std::optional<IpcHandle> handle;
+    try {
+      handle.emplace(context.get_ipc_handle(pointer));
+    } catch (...) {
+      session.property().exported(session, allocation, reference, pointer, nullptr, std::nullopt,
+                                  "");
+      return;
+    }
+    std::optional<std::vector<std::byte>> imported;
+    std::string import_error;
+    try {
+      ImportRequest request;
+      request.items.push_back({handle->serialize(), ImportContext::source_device, false, {}});
+      ImportResponse response = session.backend().import_elsewhere(request);
+      if (!response.error.empty()) {
+        import_error = response.error;
+      } else if (response.answers.size() != 1) {
+        import_error =
+            str("the importing process answered ", response.answers.size(), " items for 1");
+      } else if (!response.answers.front().ok) {
+        import_error = response.answers.front().error;
+      } else {
+        imported = std::move(response.answers.front().bytes);
+      }
+    } catch (...) {
+      import_error = describe_current_exception();
+    }
+    session.context(model.device);
+    session.property().exported(session, allocation, reference, pointer, &*handle, imported,
+                                import_error);
+  }
+
+ private:
+  std::size_t index_;
+};
+
+class InterfaceVersion final : public EngineCommand {
+ public:
+  InterfaceVersion(const Model& model, const Plan&)
+      : device_(*rc::gen::inRange(0, model.devices)) {}
+  void checkPreconditions(const Model& model) const override { RC_PRE(device_ < model.devices); }
+  void show(std::ostream& os) const override { os << "interface_version"; }
+
+ protected:
+  CommandKind kind() const override { return CommandKind::interface_version; }
+  void execute(const Model&, Session& session) const override {
+    session.begin_call({str(cpp_context(device_), ".memory_manager().interface_version();"),
+                        str(py_context(device_), ".memory_manager.interface_version")});
+    int version = 0;
+    try {
+      version = session.manager(device_).interface_version();
+    } catch (...) {
+      session.fail_thrown("interface_version() to return 1");
+    }
+    session.property().interface_version(session, version);
+  }
+
+ private:
+  int device_;
+};
+
+class ProbeInstance final : public EngineCommand {
+ public:
+  ProbeInstance(const Model&, const Plan&) {}
+  void show(std::ostream& os) const override { os << "probe instance"; }
+
+ protected:
+  CommandKind kind() const override { return CommandKind::probe_instance; }
+  void execute(const Model& s0, Session& session) const override {
+    session.begin_call(
+        {"{ auto probe = factory(nullptr); probe->interface_version(); }  // the version probe "
+         "set_memory_manager builds: a null-context instance",
+         "Plugin(context=None).interface_version  # the version probe: a null-context instance"});
+    ProbeReport report;
+    const std::optional<std::size_t> calls_before = session.backend().driver_calls();
+    try {
+      std::unique_ptr<BaseCUDAMemoryManager> probe = session.run().subject().factory(nullptr);
+      if (!probe) {
+        report.failure = "the factory returned no instance for a null context";
+      } else {
+        report.interface_version = probe->interface_version();
+        probe.reset();
+      }
+    } catch (...) {
+      report.failure = describe_current_exception();
+    }
+    const std::optional<std::size_t> calls_after = session.backend().driver_calls();
+    if (calls_before && calls_after) report.driver_calls = *calls_after - *calls_before;
+    for (const ModelAllocation& model : s0.allocations) {
+      if (model.orphaned) continue;
+      Allocation& allocation = session.allocation(model.id);
+      if (Session::finalized(allocation)) {
+        report.damage = str("the finalizer of the live ", allocation.name, " ran");
+        break;
+      }
+      session.context(model.device);
+      if (std::string damage = session.pattern_damage(allocation); !damage.empty()) {
+        report.damage = damage;
+        break;
+      }
+    }
+    session.property().probed(session, report);
+  }
+};
+
+// --- out of memory ------------------------------------------------------------------------------
+
+bool is_out_of_memory() {
+  try {
+    throw;
+  } catch (const CudaDriverError& error) {
+    return error.code() == CUDA_ERROR_OUT_OF_MEMORY;
+  } catch (...) {
+    return false;
+  }
+}
+
+class RequestTooLarge final : public EngineCommand {
+ public:
+  RequestTooLarge(const Model& model, const Plan&)
+      : device_(*rc::gen::inRange(0, model.devices)), which_(*rc::gen::inRange(0, 3)) {}
+  void checkPreconditions(const Model& model) const override { RC_PRE(device_ < model.devices); }
+  void show(std::ostream& os) const override { os << "too large " << which_; }
+
+ protected:
+  CommandKind kind() const override { return CommandKind::out_of_memory; }
+  void execute(const Model& s0, Session& session) const override {
+    // More than any device has (1 PiB), just more than this one's total, twice its total.
+    const std::size_t request = which_ == 0   ? std::size_t{1} << 50
+                                : which_ == 1 ? s0.device_capacity + MiB + 1
+                                              : 2 * s0.device_capacity;
+    session.begin_call(
+        {str(cpp_context(device_), ".memalloc(", request, ");  // more than the device has"),
+         str(py_context(device_), ".memalloc(", request, ")  # more than the device has")});
+    Context& context = session.context(device_);
+    OutOfMemory report;
+    report.request = request;
+    report.before = session.snapshot();
+    try {
+      std::shared_ptr<MemoryPointer> memory = context.memalloc(request);
+      report.other = str("it returned a pointer (size ", memory ? memory->size() : 0, ")");
+    } catch (...) {
+      report.threw_out_of_memory = is_out_of_memory();
+      if (!report.threw_out_of_memory) report.other = "it threw " + describe_current_exception();
+    }
+    report.after = session.snapshot();
+    session.property().out_of_memory(session, report);
+  }
+
+ private:
+  int device_;
+  int which_;
+};
+
+// Fills the device with blocks of 1/divisor of its memory until the plugin reports out of
+// memory, releases them all, then asks for a block of another size that the released memory
+// can hold. When that is refused, reset() releases what the plugin holds and the request is
+// made again: if it succeeds now, the plugin refused a request that releasing its held memory
+// would satisfy (spec §8 (c)).
+class Fill final : public EngineCommand {
+ public:
+  Fill(const Model&, const Plan&)
+      : divisor_(*rc::gen::element(4, 3, 6, 8)), second_(*rc::gen::inRange(0, 2)) {}
+  void checkPreconditions(const Model& model) const override {
+    // The caller holds nothing, so everything the plugin holds is its own to release; and no
+    // guard is open, inside which it must not free.
+    RC_PRE(model.references.empty() && model.guards.empty());
+  }
+  void show(std::ostream& os) const override { os << "fill 1/" << divisor_; }
+
+ protected:
+  CommandKind kind() const override { return CommandKind::fill; }
+  void execute(const Model& s0, Session& session) const override {
+    const std::size_t chunk =
+        std::max(s0.device_capacity / static_cast<std::size_t>(divisor_) / MiB * MiB, MiB);
+    constexpr std::size_t kMaxChunks = 64;
+    session.begin_call(
+        {str("std::vector<std::shared_ptr<emm::MemoryPointer>> fill;  // until out of memory:\n"
+             "try { while (fill.size() < ",
+             kMaxChunks, ") fill.push_back(context().memalloc(", chunk,
+             ")); } catch (const emm::CudaDriverError&) {}"),
+         str("fill = []\ntry:\n    while len(fill) < ", kMaxChunks,
+             ":\n        fill.append(ctx.memalloc(", chunk, "))\nexcept Exception:\n    pass")});
+    Context& context = session.context(0);
+    OutOfMemory report;
+    report.before = session.snapshot();
+    std::vector<std::shared_ptr<MemoryPointer>> fill;
+    try {
+      while (fill.size() < kMaxChunks) fill.push_back(context.memalloc(chunk));
+    } catch (...) {
+      if (!is_out_of_memory()) {
+        report.request = chunk;
+        report.other = "it threw " + describe_current_exception();
+        fill.clear();
+        report.after = session.snapshot();
+        session.property().out_of_memory(session, report);
+        return;
+      }
+    }
+    const std::size_t obtained = fill.size() * chunk;
+    session.begin_call({"fill.clear();", "fill.clear()"});
+    fill.clear();
+    const std::size_t request =
+        second_ == 0 ? obtained / 2 + 4096 + 1 : std::max(obtained / 4 * 3, MiB) + 3;
+    report.request = request;
+    session.begin_call({str("auto after_fill = context().memalloc(", request, ");"),
+                        str("after_fill = ctx.memalloc(", request, ")")});
+    try {
+      std::shared_ptr<MemoryPointer> memory = context.memalloc(request);
+      memory.reset();
+      report.after = session.snapshot();
+      session.property().out_of_memory(session, report);
+      return;
+    } catch (...) {
+      report.threw_out_of_memory = is_out_of_memory();
+      if (!report.threw_out_of_memory) {
+        report.other = "it threw " + describe_current_exception();
+        report.after = session.snapshot();
+        session.property().out_of_memory(session, report);
+        return;
+      }
+    }
+    report.after = session.snapshot();
+    session.begin_call({"context().reset();  // releases what the plugin holds",
+                        "ctx.reset()  # releases what the plugin holds"});
+    try {
+      context.reset();
+    } catch (...) {
+      session.fail_thrown("reset() to return");
+    }
+    session.begin_call({str("context().memalloc(", request, ");  // the same request again"),
+                        str("ctx.memalloc(", request, ")  # the same request again")});
+    try {
+      std::shared_ptr<MemoryPointer> memory = context.memalloc(request);
+      report.after_reset_succeeded = memory != nullptr;
+    } catch (...) {
+      report.after_reset_succeeded = false;
+    }
+    session.property().out_of_memory(session, report);
+  }
+
+ private:
+  int divisor_;
+  int second_;
+};
+
+// --- threads ------------------------------------------------------------------------------------
+
+// Many threads inside the plugin at once for the whole command: each makes and releases
+// allocations (and views of them) back to back, with no driver call of the harness between, so
+// that a missing lock in the plugin meets another thread (ALLOC-10). Live ranges are kept in
+// one map, updated before a reference is dropped and after one is made.
+class Threads final : public EngineCommand {
+ public:
+  Threads(const Model&, const Plan&)
+      : threads_(*rc::gen::inRange(2, 9)),
+        operations_(*rc::gen::inRange(64, 513)),
+        seed_(*rc::gen::inRange<std::uint32_t>(0, 1u << 20)) {}
+  void show(std::ostream& os) const override { os << threads_ << " threads"; }
+
+ protected:
+  CommandKind kind() const override { return CommandKind::threads; }
+  void execute(const Model&, Session& session) const override {
+    session.begin_call(
+        {str("std::vector<std::thread> threads;  // ", threads_, " threads at once, ", operations_,
+             " memalloc/release each:\nfor (int t = 0; t < ", threads_,
+             "; ++t) threads.emplace_back([&, t] {\n  context().make_current();\n"
+             "  std::vector<std::shared_ptr<emm::MemoryPointer>> live;\n  for (int i = 0; i < ",
+             operations_,
+             "; ++i) {\n    if (live.size() < 8 && (i + t) % 3 != 0) "
+             "live.push_back(context().memalloc(16 * (1 + (i * 7 + t) % 128)));\n"
+             "    else if (!live.empty()) live.erase(live.begin() + (i % live.size()));\n  }\n"
+             "});\nfor (auto& thread : threads) thread.join();  // no two live blocks may overlap"),
+         str("def _work(t):\n    live = []\n    for i in range(", operations_,
+             "):\n        if len(live) < 8 and (i + t) % 3:\n            "
+             "live.append(ctx.memalloc(16 * "
+             "(1 + (i * 7 + t) % 128)))\n        elif live:\n            del live[i % len(live)]\n"
+             "_ts = [threading.Thread(target=_work, args=(t,)) for t in range(",
+             threads_, ")]\nfor _t in _ts: _t.start()\nfor _t in _ts: _t.join()")});
+    Context& context = session.context(0);
+    ThreadReport report;
+    report.threads = threads_;
+    report.before = session.snapshot();
+    std::mutex mutex;
+    std::map<CUdeviceptr, std::pair<std::size_t, std::string>> live;  // guarded by mutex
+    std::string failure;                                              // guarded by mutex
+    std::atomic<std::size_t> operations{0};
+    std::atomic<int> waiting{threads_};
+    auto note_failure = [&](std::string text) {
+      std::lock_guard lock(mutex);
+      if (failure.empty()) failure = std::move(text);
+    };
+    auto work = [&](int thread) {
+      std::mt19937 random(seed_ + static_cast<std::uint32_t>(thread) * 7919u);
+      std::vector<std::shared_ptr<MemoryPointer>> mine;
+      try {
+        context.make_current();  // CUDA's current context is per thread
+      } catch (...) {
+        note_failure(str("thread ", thread,
+                         ": making the context current failed: ", describe_current_exception()));
+      }
+      waiting.fetch_sub(1);
+      while (waiting.load() > 0) std::this_thread::yield();
+      for (int i = 0; i < operations_; ++i) {
+        const bool allocate = mine.empty() || (mine.size() < 8 && random() % 3 != 0);
+        try {
+          if (allocate) {
+            const std::size_t size =
+                random() % 5 == 0 ? 4096 + 1 + random() % 65536 : 16 * (1 + random() % 128);
+            std::shared_ptr<MemoryPointer> memory = context.memalloc(size);
+            if (!memory || memory->device_pointer() == 0) {
+              note_failure(str("thread ", thread, ": memalloc(", size, ") returned null"));
+              return;
+            }
+            const CUdeviceptr pointer = memory->device_pointer();
+            {
+              std::lock_guard lock(mutex);
+              auto next = live.lower_bound(pointer);
+              std::string clash;
+              if (next != live.end() && next->first < pointer + size) {
+                clash = next->second.second;
+              } else if (next != live.begin()) {
+                auto before = std::prev(next);
+                if (before->first + before->second.first > pointer) clash = before->second.second;
+              }
+              if (!clash.empty()) {
+                if (failure.empty()) {
+                  failure = str("thread ", thread, "'s memalloc(", size, ") = [", hex(pointer),
+                                ", ", hex(pointer + size), ") overlaps ", clash,
+                                ", live at the same time: two threads were given the same memory");
+                }
+                return;
+              }
+              live[pointer] = {
+                  size, str("thread ", thread, "'s live memalloc(", size, ") at ", hex(pointer))};
+            }
+            if (random() % 4 == 0) {
+              auto view = memory->view(std::min<std::size_t>(16, size));  // refct up and down
+            }
+            mine.push_back(std::move(memory));
+          } else {
+            const std::size_t victim = random() % mine.size();
+            {
+              std::lock_guard lock(mutex);
+              live.erase(mine[victim]->device_pointer());
+            }
+            std::swap(mine[victim], mine.back());
+            mine.pop_back();
+          }
+          operations.fetch_add(1);
+        } catch (...) {
+          note_failure(str("thread ", thread, (allocate ? " allocating" : " releasing"), ": ",
+                           describe_current_exception()));
+          return;
+        }
+      }
+      std::lock_guard lock(mutex);
+      for (const auto& memory : mine) live.erase(memory->device_pointer());
+      mine.clear();
+    };
+    std::vector<std::thread> workers;
+    workers.reserve(static_cast<std::size_t>(threads_));
+    for (int thread = 0; thread < threads_; ++thread) workers.emplace_back(work, thread);
+    for (std::thread& worker : workers) worker.join();
+    context.make_current();
+    report.operations = operations.load();
+    report.failure = failure;
+    report.after = session.snapshot();
+    session.property().threads(session, report);
+  }
+
+ private:
+  int threads_;
+  int operations_;
+  std::uint32_t seed_;
+};
+
+// --- generation
+// -------------------------------------------------------------------------------------
+
+template <class C>
+rc::Gen<CommandPtr> make(const Model& model, const Plan& plan) {
+  return rc::gen::exec(
+      [model, plan]() -> CommandPtr { return std::make_shared<const C>(model, plan); });
+}
+
+// Whether a command of `kind` can be made for `model` at all (the generator is not asked for
+// one that cannot).
+bool feasible(CommandKind kind, const Model& model, const Plan& plan) {
+  auto pointer_references = [&] {
+    return std::any_of(model.references.begin(), model.references.end(),
+                       [&](const ModelReference& r) {
+                         const ModelAllocation* a = model.find(r.allocation);
+                         return a != nullptr && !a->orphaned;
+                       });
+  };
+  switch (kind) {
+    case CommandKind::reference:
+    case CommandKind::verify:
+    case CommandKind::export_ipc:
+      return pointer_references();
+    case CommandKind::release:
+      return !model.references.empty();
+    case CommandKind::exit_guard:
+      return !model.guards.empty();
+    case CommandKind::mempin:
+      return model.buffers > 0;
+    case CommandKind::flush:
+      return plan.capabilities.host_only_derived;
+    case CommandKind::fill:
+      return model.references.empty() && model.guards.empty();
+    default:
+      return true;
+  }
+}
+
+rc::Gen<CommandPtr> generator_for(CommandKind kind, const Model& model, const Plan& plan) {
+  switch (kind) {
+    case CommandKind::memalloc:
+      return make<Memalloc>(model, plan);
+    case CommandKind::burst:
+      return make<Burst>(model, plan);
+    case CommandKind::memallocmanaged:
+      return make<Memallocmanaged>(model, plan);
+    case CommandKind::memhostalloc:
+      return make<Memhostalloc>(model, plan);
+    case CommandKind::mempin:
+      return make<Mempin>(model, plan);
+    case CommandKind::reference:
+      return make<TakeReference>(model, plan);
+    case CommandKind::release:
+      return make<Release>(model, plan);
+    case CommandKind::verify:
+      return make<Verify>(model, plan);
+    case CommandKind::initialize:
+      return make<Initialize>(model, plan);
+    case CommandKind::reset:
+      return make<Reset>(model, plan);
+    case CommandKind::flush:
+      return make<Flush>(model, plan);
+    case CommandKind::enter_guard:
+      return make<EnterGuard>(model, plan);
+    case CommandKind::exit_guard:
+      return make<ExitGuard>(model, plan);
+    case CommandKind::close:
+      return make<Close>(model, plan);
+    case CommandKind::memory_info:
+      return make<QueryMemoryInfo>(model, plan);
+    case CommandKind::export_ipc:
+      return make<ExportIpc>(model, plan);
+    case CommandKind::interface_version:
+      return make<InterfaceVersion>(model, plan);
+    case CommandKind::probe_instance:
+      return make<ProbeInstance>(model, plan);
+    case CommandKind::out_of_memory:
+      return make<RequestTooLarge>(model, plan);
+    case CommandKind::fill:
+      return make<Fill>(model, plan);
+    case CommandKind::threads:
+      return make<Threads>(model, plan);
+  }
+  return make<Memalloc>(model, plan);
+}
+
+}  // namespace
+
+CommandKind kind_of(const Command& command) {
+  return dynamic_cast<const EngineCommand&>(command).kind();
+}
+
+rc::Gen<std::size_t> allocation_sizes(std::size_t largest) {
+  const int top = std::bit_width(largest) - 1;  // 2^top <= largest
+  return rc::gen::weightedOneOf<std::size_t>({
+      {4, rc::gen::inRange<std::size_t>(1, 129)},  // 1 and small sizes
+      {2, rc::gen::map(rc::gen::inRange<std::size_t>(0, 2048),
+                       [](std::size_t k) { return 2 * k + 1; })},  // odd sizes
+      {3, rc::gen::map(rc::gen::inRange(0, top + 1),
+                       [](int k) { return std::size_t{1} << k; })},  // powers of two
+      {3, rc::gen::map(rc::gen::pair(rc::gen::inRange(1, top + 1), rc::gen::arbitrary<bool>()),
+                       [](const std::pair<int, bool>& k) {
+                         const std::size_t power = std::size_t{1} << k.first;
+                         return k.second ? power + 1 : power - 1;
+                       })},  // 2^k +- 1
+      {2, rc::gen::map(rc::gen::inRange<std::size_t>(1, 257),
+                       [](std::size_t k) { return k * 4096; })},  // page multiples
+      {1, rc::gen::inRange<std::size_t>(1, largest + 1)},         // anything up to the largest
+  });
+}
+
+rc::Gen<CommandPtr> make_command_generator(const Model& model, const std::vector<Weighted>& mix,
+                                           const Plan& plan) {
+  std::vector<std::pair<CommandKind, int>> possible;
+  int total = 0;
+  for (const Weighted& entry : mix) {
+    if (entry.weight <= 0 || !feasible(entry.kind, model, plan)) continue;
+    possible.emplace_back(entry.kind, entry.weight);
+    total += entry.weight;
+  }
+  if (possible.empty()) return make<Memalloc>(model, plan);
+  // The choice shrinks towards the first command of the mix (properties list the simplest
+  // first), then the command's own arguments shrink.
+  return rc::gen::mapcat(rc::gen::inRange(0, total), [possible, model, plan](int pick) {
+    for (const auto& [kind, weight] : possible) {
+      if (pick < weight) return generator_for(kind, model, plan);
+      pick -= weight;
+    }
+    return generator_for(possible.front().first, model, plan);
+  });
+}
+
+}  // namespace emm::conformance::engine
