@@ -21,6 +21,20 @@ constexpr std::size_t MiB = 1024 * KiB;
 // The largest size an ordinary allocation command asks for: "several MiB" (spec §8).
 constexpr std::size_t kLargestAllocation = 8 * MiB;
 
+// A command's precondition: a sequence where it does not hold is regenerated (RapidCheck's
+// RC_PRE, without its printing of the expression, which fails on a null pointer).
+void require(bool holds) {
+  if (!holds) RC_DISCARD("precondition");
+}
+
+// An integer in [min, max) drawn uniformly whatever the generation size: RapidCheck's inRange
+// narrows the range at small sizes, which would keep the later commands of a mix, the second
+// device and the larger sizes out of short sequences. Shrinks towards min.
+template <class T>
+rc::Gen<T> uniform(T min, T max) {
+  return rc::gen::resize(100, rc::gen::inRange<T>(min, max));
+}
+
 // The names a reproducer gives device d's context: a call `context()` / `context(1)` in C++,
 // `ctx` / `ctx1` in Python (the prologue defines them).
 std::string cpp_context(int device) { return device == 0 ? "context()" : "context(1)"; }
@@ -86,9 +100,21 @@ Allocation device_record(Session& session, const ModelAllocation& made,
 // A size for a new allocation: often one asked for lately (a cache's or a size class's next
 // customer), else a fresh one.
 std::size_t next_size(const Model& model, std::size_t largest) {
-  if (!model.recent_sizes.empty() &&
-      *rc::gen::weightedOneOf<bool>({{3, rc::gen::just(false)}, {1, rc::gen::just(true)}})) {
-    const std::size_t size = *rc::gen::elementOf(model.recent_sizes);
+  enum class From { fresh, again, near };
+  const From from = model.recent_sizes.empty()
+                        ? From::fresh
+                        : *rc::gen::weightedOneOf<From>({{6, rc::gen::just(From::fresh)},
+                                                         {2, rc::gen::just(From::again)},
+                                                         {2, rc::gen::just(From::near)}});
+  if (from != From::fresh) {
+    std::size_t size = *rc::gen::elementOf(model.recent_sizes);
+    if (from == From::near) {
+      // A neighbour: half to twice it, so that best-fit and size-class paths meet blocks of
+      // other sizes.
+      const std::size_t eighths =
+          *rc::gen::elementOf(std::vector<std::size_t>{4, 5, 6, 7, 9, 10, 12, 16});
+      size = std::max<std::size_t>(size * eighths / 8, 1);
+    }
     if (size <= largest) return size;
   }
   return *allocation_sizes(largest);
@@ -97,9 +123,9 @@ std::size_t next_size(const Model& model, std::size_t largest) {
 class Memalloc final : public EngineCommand {
  public:
   Memalloc(const Model& model, const Plan&)
-      : device_(*rc::gen::inRange(0, model.devices)), size_(next_size(model, kLargestAllocation)) {}
+      : device_(*uniform(0, model.devices)), size_(next_size(model, kLargestAllocation)) {}
 
-  void checkPreconditions(const Model& model) const override { RC_PRE(device_ < model.devices); }
+  void checkPreconditions(const Model& model) const override { require(device_ < model.devices); }
   void apply(Model& model) const override {
     model.add_allocation(next_allocation(model, Source::memalloc, device_, size_));
     model.used[static_cast<std::size_t>(device_)] = true;
@@ -140,12 +166,12 @@ class Burst final : public EngineCommand {
   enum class Order { first_to_last, last_to_first, alternate };
 
   Burst(const Model& model, const Plan&)
-      : device_(*rc::gen::inRange(0, model.devices)),
+      : device_(*uniform(0, model.devices)),
         size_(next_size(model, kLargestAllocation / 4)),
-        count_(*rc::gen::inRange(2, 25)),
+        count_(*uniform(2, 25)),
         order_(*rc::gen::element(Order::first_to_last, Order::last_to_first, Order::alternate)) {}
 
-  void checkPreconditions(const Model& model) const override { RC_PRE(device_ < model.devices); }
+  void checkPreconditions(const Model& model) const override { require(device_ < model.devices); }
   void apply(Model& model) const override {
     model.next_allocation += count_;
     model.asked_for(size_);
@@ -233,11 +259,11 @@ class Burst final : public EngineCommand {
 class Memallocmanaged final : public EngineCommand {
  public:
   Memallocmanaged(const Model& model, const Plan&)
-      : device_(*rc::gen::inRange(0, model.devices)),
+      : device_(*uniform(0, model.devices)),
         size_(next_size(model, kLargestAllocation)),
         attach_global_(*rc::gen::arbitrary<bool>()) {}
 
-  void checkPreconditions(const Model& model) const override { RC_PRE(device_ < model.devices); }
+  void checkPreconditions(const Model& model) const override { require(device_ < model.devices); }
   void apply(Model& model) const override {
     ModelAllocation made = next_allocation(model, Source::memallocmanaged, device_, size_);
     made.attach_global = attach_global_;
@@ -287,15 +313,20 @@ constexpr std::size_t kLargestHostAllocation = 2 * MiB;
 class Memhostalloc final : public EngineCommand {
  public:
   Memhostalloc(const Model& model, const Plan& plan)
-      : device_(*rc::gen::inRange(0, model.devices)),
-        size_(next_size(model, kLargestHostAllocation)),
-        mapped_(plan.can_map_host_memory && *rc::gen::arbitrary<bool>()),
-        portable_(*rc::gen::arbitrary<bool>()),
-        wc_(*rc::gen::arbitrary<bool>()) {}
+      : device_(*uniform(0, model.devices)), size_(next_size(model, kLargestHostAllocation)) {
+    // The flags of a recent request half of the time (what a pinned cache keys on), else any.
+    unsigned flags = *uniform(0u, 8u);
+    if (!model.recent_host_flags.empty() && *rc::gen::arbitrary<bool>()) {
+      flags = *rc::gen::elementOf(model.recent_host_flags);
+    }
+    mapped_ = plan.can_map_host_memory && (flags & 1u) != 0;
+    portable_ = (flags & 2u) != 0;
+    wc_ = (flags & 4u) != 0;
+  }
 
   void checkPreconditions(const Model& model) const override {
-    RC_PRE(device_ < model.devices);
-    RC_PRE(!mapped_ || model.can_map_host_memory);
+    require(device_ < model.devices);
+    require(!mapped_ || model.can_map_host_memory);
   }
   void apply(Model& model) const override {
     ModelAllocation made = next_allocation(model, Source::memhostalloc, device_, size_);
@@ -361,9 +392,9 @@ class Memhostalloc final : public EngineCommand {
  private:
   int device_;
   std::size_t size_;
-  bool mapped_;
-  bool portable_;
-  bool wc_;
+  bool mapped_ = false;
+  bool portable_ = false;
+  bool wc_ = false;
 };
 
 // Where mempin pins: offsets and sizes around page boundaries, unaligned, and few enough that
@@ -372,19 +403,19 @@ rc::Gen<std::size_t> pin_offsets(std::size_t buffer_size) {
   return rc::gen::weightedOneOf<std::size_t>(
       {{3, rc::gen::elementOf(
                std::vector<std::size_t>{0, 1, 17, 4095, 4096, 4097, 8191, 8192, 12288 + 5})},
-       {1, rc::gen::inRange<std::size_t>(0, buffer_size)}});
+       {1, uniform<std::size_t>(0, buffer_size)}});
 }
 rc::Gen<std::size_t> pin_sizes(std::size_t buffer_size) {
   return rc::gen::weightedOneOf<std::size_t>(
       {{3, rc::gen::elementOf(std::vector<std::size_t>{1, 15, 100, 4093, 4096, 4097, 8192, 8191})},
-       {1, rc::gen::inRange<std::size_t>(1, buffer_size)}});
+       {1, uniform<std::size_t>(1, buffer_size)}});
 }
 
 class Mempin final : public EngineCommand {
  public:
   Mempin(const Model& model, const Plan& plan)
-      : device_(*rc::gen::inRange(0, model.devices)),
-        buffer_(*rc::gen::inRange(0, std::max(model.buffers, 1))),
+      : device_(*uniform(0, model.devices)),
+        buffer_(*uniform(0, std::max(model.buffers, 1))),
         mapped_(plan.can_map_host_memory && *rc::gen::arbitrary<bool>()) {
     // Next to a pinned range half of the time: adjacent pins must both work (exact ranges).
     std::vector<std::pair<std::size_t, std::size_t>> pinned;
@@ -393,7 +424,7 @@ class Mempin final : public EngineCommand {
     }
     const std::size_t size = *pin_sizes(model.buffer_size);
     if (!pinned.empty() && *rc::gen::arbitrary<bool>()) {
-      const auto& [offset, length] = pinned[*rc::gen::inRange<std::size_t>(0, pinned.size())];
+      const auto& [offset, length] = pinned[*uniform<std::size_t>(0, pinned.size())];
       const bool after = *rc::gen::arbitrary<bool>();
       offset_ = after ? offset + length : (offset >= size ? offset - size : 0);
     } else {
@@ -403,14 +434,14 @@ class Mempin final : public EngineCommand {
   }
 
   void checkPreconditions(const Model& model) const override {
-    RC_PRE(device_ < model.devices);
-    RC_PRE(buffer_ < model.buffers);
-    RC_PRE(size_ > 0 && offset_ + size_ <= model.buffer_size);
-    RC_PRE(!mapped_ || model.can_map_host_memory);
+    require(device_ < model.devices);
+    require(buffer_ < model.buffers);
+    require(size_ > 0 && offset_ + size_ <= model.buffer_size);
+    require(!mapped_ || model.can_map_host_memory);
     // The driver refuses to register a byte twice; pinning the same memory twice is the
     // caller's mistake, not a rule for the plugin.
-    RC_PRE(!model.pinned_overlaps(buffer_, offset_, size_));
-    RC_PRE(model.pins_share_pages || !model.pinned_overlaps(buffer_, offset_, size_, 4096));
+    require(!model.pinned_overlaps(buffer_, offset_, size_));
+    require(model.pins_share_pages || !model.pinned_overlaps(buffer_, offset_, size_, 4096));
   }
   void apply(Model& model) const override {
     ModelAllocation made = next_allocation(model, Source::mempin, device_, size_);
@@ -492,7 +523,7 @@ rc::Gen<std::size_t> view_starts(std::size_t size) {
   return rc::gen::weightedOneOf<std::size_t>(
       {{3, rc::gen::elementOf(std::vector<std::size_t>{0, 1, 16, 256, 4096 + 3})},
        {1, rc::gen::just(size / 2)},
-       {1, rc::gen::inRange<std::size_t>(0, size + 1)}});
+       {1, uniform<std::size_t>(0, size + 1)}});
 }
 
 class TakeReference final : public EngineCommand {
@@ -500,7 +531,7 @@ class TakeReference final : public EngineCommand {
   enum class How { copy, own, view };
 
   TakeReference(const Model& model, const Plan&) {
-    index_ = *rc::gen::inRange<std::size_t>(0, model.references.size());
+    index_ = *uniform<std::size_t>(0, model.references.size());
     const ModelReference& reference = model.references[index_];
     const ModelAllocation* allocation = model.find(reference.allocation);
     if (allocation != nullptr && pointer_references(*allocation)) {
@@ -514,17 +545,17 @@ class TakeReference final : public EngineCommand {
                   {{3, rc::gen::just(left)},
                    {1, rc::gen::elementOf(std::vector<std::size_t>{
                            std::min<std::size_t>(left, 1), std::min<std::size_t>(left, 4096)})},
-                   {1, rc::gen::inRange<std::size_t>(0, left + 1)}});
+                   {1, uniform<std::size_t>(0, left + 1)}});
     }
   }
 
   void checkPreconditions(const Model& model) const override {
-    RC_PRE(index_ < model.references.size());
+    require(index_ < model.references.size());
     const ModelReference& reference = model.references[index_];
     const ModelAllocation* allocation = model.find(reference.allocation);
-    RC_PRE(allocation != nullptr && !allocation->orphaned);
-    RC_PRE(how_ == How::copy || pointer_references(*allocation));
-    RC_PRE(start_ <= stop_ && stop_ <= reference.size);
+    require(allocation != nullptr && !allocation->orphaned);
+    require(how_ == How::copy || pointer_references(*allocation));
+    require(start_ <= stop_ && stop_ <= reference.size);
   }
   void apply(Model& model) const override {
     const ModelReference reference = model.references[index_];
@@ -557,7 +588,10 @@ class TakeReference final : public EngineCommand {
     const std::string name = reference_name(allocation, made);
     Session::Held held = session.references()[index_];
     held.name = name;
-    switch (how_) {
+    // Mapped host memory that came back as pinned memory has no MemoryPointer to take a view or
+    // own() of (ALLOC-6 fails that plugin); elsewhere the reference is then a copy.
+    const How how = held.pointer ? how_ : How::copy;
+    switch (how) {
       case How::copy:
         session.begin_call({str("auto ", name, " = ", source, ";"), str(name, " = ", source)});
         break;
@@ -594,12 +628,12 @@ class TakeReference final : public EngineCommand {
 class Release final : public EngineCommand {
  public:
   Release(const Model& model, const Plan&)
-      : index_(*rc::gen::inRange<std::size_t>(0, model.references.size())),
+      : index_(*uniform<std::size_t>(0, model.references.size())),
         on_thread_(
             *rc::gen::weightedOneOf<bool>({{4, rc::gen::just(false)}, {1, rc::gen::just(true)}})) {}
 
   void checkPreconditions(const Model& model) const override {
-    RC_PRE(index_ < model.references.size());
+    require(index_ < model.references.size());
   }
   void apply(Model& model) const override { model.drop_reference(index_); }
   void show(std::ostream& os) const override { os << "release " << index_; }
@@ -644,12 +678,12 @@ class Release final : public EngineCommand {
 class Verify final : public EngineCommand {
  public:
   Verify(const Model& model, const Plan&)
-      : index_(*rc::gen::inRange<std::size_t>(0, model.references.size())) {}
+      : index_(*uniform<std::size_t>(0, model.references.size())) {}
 
   void checkPreconditions(const Model& model) const override {
-    RC_PRE(index_ < model.references.size());
+    require(index_ < model.references.size());
     const ModelAllocation* allocation = model.find(model.references[index_].allocation);
-    RC_PRE(allocation != nullptr && !allocation->orphaned);
+    require(allocation != nullptr && !allocation->orphaned);
   }
   void show(std::ostream& os) const override { os << "verify " << index_; }
 
@@ -683,8 +717,8 @@ std::optional<MemoryInfo> quiet_memory_info(Session& session, Context& context) 
 
 class Initialize final : public EngineCommand {
  public:
-  Initialize(const Model& model, const Plan&) : device_(*rc::gen::inRange(0, model.devices)) {}
-  void checkPreconditions(const Model& model) const override { RC_PRE(device_ < model.devices); }
+  Initialize(const Model& model, const Plan&) : device_(*uniform(0, model.devices)) {}
+  void checkPreconditions(const Model& model) const override { require(device_ < model.devices); }
   void apply(Model& model) const override { model.used[static_cast<std::size_t>(device_)] = true; }
   void show(std::ostream& os) const override { os << "initialize " << device_; }
 
@@ -715,8 +749,8 @@ class Initialize final : public EngineCommand {
 
 class Reset final : public EngineCommand {
  public:
-  Reset(const Model& model, const Plan&) : device_(*rc::gen::inRange(0, model.devices)) {}
-  void checkPreconditions(const Model& model) const override { RC_PRE(device_ < model.devices); }
+  Reset(const Model& model, const Plan&) : device_(*uniform(0, model.devices)) {}
+  void checkPreconditions(const Model& model) const override { require(device_ < model.devices); }
   void apply(Model& model) const override {
     model.orphan(device_);
     model.used[static_cast<std::size_t>(device_)] = true;
@@ -748,8 +782,8 @@ class Reset final : public EngineCommand {
 
 class Flush final : public EngineCommand {
  public:
-  Flush(const Model& model, const Plan&) : device_(*rc::gen::inRange(0, model.devices)) {}
-  void checkPreconditions(const Model& model) const override { RC_PRE(device_ < model.devices); }
+  Flush(const Model& model, const Plan&) : device_(*uniform(0, model.devices)) {}
+  void checkPreconditions(const Model& model) const override { require(device_ < model.devices); }
   void show(std::ostream& os) const override { os << "flush " << device_; }
 
  protected:
@@ -779,9 +813,8 @@ class Flush final : public EngineCommand {
 class EnterGuard final : public EngineCommand {
  public:
   EnterGuard(const Model& model, const Plan&)
-      : device_(*rc::gen::inRange(0, model.devices)),
-        through_context_(*rc::gen::arbitrary<bool>()) {}
-  void checkPreconditions(const Model& model) const override { RC_PRE(device_ < model.devices); }
+      : device_(*uniform(0, model.devices)), through_context_(*rc::gen::arbitrary<bool>()) {}
+  void checkPreconditions(const Model& model) const override { require(device_ < model.devices); }
   void apply(Model& model) const override {
     model.guards.push_back({model.next_guard++, device_, through_context_});
     model.used[static_cast<std::size_t>(device_)] = true;
@@ -820,9 +853,9 @@ class EnterGuard final : public EngineCommand {
 class ExitGuard final : public EngineCommand {
  public:
   ExitGuard(const Model& model, const Plan&)
-      : index_(*rc::gen::inRange<std::size_t>(0, model.guards.size())) {}
+      : index_(*uniform<std::size_t>(0, model.guards.size())) {}
   void checkPreconditions(const Model& model) const override {
-    RC_PRE(index_ < model.guards.size());
+    require(index_ < model.guards.size());
   }
   void apply(Model& model) const override {
     model.guards.erase(model.guards.begin() + static_cast<long>(index_));
@@ -888,8 +921,8 @@ class Close final : public EngineCommand {
 
 class QueryMemoryInfo final : public EngineCommand {
  public:
-  QueryMemoryInfo(const Model& model, const Plan&) : device_(*rc::gen::inRange(0, model.devices)) {}
-  void checkPreconditions(const Model& model) const override { RC_PRE(device_ < model.devices); }
+  QueryMemoryInfo(const Model& model, const Plan&) : device_(*uniform(0, model.devices)) {}
+  void checkPreconditions(const Model& model) const override { require(device_ < model.devices); }
   void show(std::ostream& os) const override { os << "memory info " << device_; }
 
  protected:
@@ -915,12 +948,14 @@ class QueryMemoryInfo final : public EngineCommand {
 class ExportIpc final : public EngineCommand {
  public:
   ExportIpc(const Model& model, const Plan&)
-      : index_(*rc::gen::inRange<std::size_t>(0, model.references.size())) {}
+      : index_(*uniform<std::size_t>(0, model.references.size())) {}
   void checkPreconditions(const Model& model) const override {
-    RC_PRE(index_ < model.references.size());
+    require(index_ < model.references.size());
     const ModelAllocation* allocation = model.find(model.references[index_].allocation);
-    RC_PRE(allocation != nullptr && !allocation->orphaned &&
-           allocation->source == Source::memalloc);
+    require(allocation != nullptr && !allocation->orphaned &&
+            allocation->source == Source::memalloc);
+    // An empty view has no bytes to export (and one at the very end lies in no allocation).
+    require(model.references[index_].size > 0);
   }
   void show(std::ostream& os) const override { os << "export " << index_; }
 
@@ -976,9 +1011,8 @@ class ExportIpc final : public EngineCommand {
 
 class InterfaceVersion final : public EngineCommand {
  public:
-  InterfaceVersion(const Model& model, const Plan&)
-      : device_(*rc::gen::inRange(0, model.devices)) {}
-  void checkPreconditions(const Model& model) const override { RC_PRE(device_ < model.devices); }
+  InterfaceVersion(const Model& model, const Plan&) : device_(*uniform(0, model.devices)) {}
+  void checkPreconditions(const Model& model) const override { require(device_ < model.devices); }
   void show(std::ostream& os) const override { os << "interface_version"; }
 
  protected:
@@ -1058,8 +1092,8 @@ bool is_out_of_memory() {
 class RequestTooLarge final : public EngineCommand {
  public:
   RequestTooLarge(const Model& model, const Plan&)
-      : device_(*rc::gen::inRange(0, model.devices)), which_(*rc::gen::inRange(0, 3)) {}
-  void checkPreconditions(const Model& model) const override { RC_PRE(device_ < model.devices); }
+      : device_(*uniform(0, model.devices)), which_(*uniform(0, 3)) {}
+  void checkPreconditions(const Model& model) const override { require(device_ < model.devices); }
   void show(std::ostream& os) const override { os << "too large " << which_; }
 
  protected:
@@ -1100,11 +1134,11 @@ class RequestTooLarge final : public EngineCommand {
 class Fill final : public EngineCommand {
  public:
   Fill(const Model&, const Plan&)
-      : divisor_(*rc::gen::element(4, 3, 6, 8)), second_(*rc::gen::inRange(0, 2)) {}
+      : divisor_(*rc::gen::element(4, 3, 6, 8)), second_(*uniform(0, 2)) {}
   void checkPreconditions(const Model& model) const override {
     // The caller holds nothing, so everything the plugin holds is its own to release; and no
     // guard is open, inside which it must not free.
-    RC_PRE(model.references.empty() && model.guards.empty());
+    require(model.references.empty() && model.guards.empty());
   }
   void show(std::ostream& os) const override { os << "fill 1/" << divisor_; }
 
@@ -1193,9 +1227,9 @@ class Fill final : public EngineCommand {
 class Threads final : public EngineCommand {
  public:
   Threads(const Model&, const Plan&)
-      : threads_(*rc::gen::inRange(2, 9)),
-        operations_(*rc::gen::inRange(64, 513)),
-        seed_(*rc::gen::inRange<std::uint32_t>(0, 1u << 20)) {}
+      : threads_(*uniform(2, 9)),
+        operations_(*uniform(64, 513)),
+        seed_(*uniform<std::uint32_t>(0, 1u << 20)) {}
   void show(std::ostream& os) const override { os << threads_ << " threads"; }
 
  protected:
@@ -1411,19 +1445,19 @@ CommandKind kind_of(const Command& command) {
 rc::Gen<std::size_t> allocation_sizes(std::size_t largest) {
   const int top = std::bit_width(largest) - 1;  // 2^top <= largest
   return rc::gen::weightedOneOf<std::size_t>({
-      {4, rc::gen::inRange<std::size_t>(1, 129)},  // 1 and small sizes
-      {2, rc::gen::map(rc::gen::inRange<std::size_t>(0, 2048),
+      {4, uniform<std::size_t>(1, 129)},  // 1 and small sizes
+      {2, rc::gen::map(uniform<std::size_t>(0, 2048),
                        [](std::size_t k) { return 2 * k + 1; })},  // odd sizes
-      {3, rc::gen::map(rc::gen::inRange(0, top + 1),
+      {3, rc::gen::map(uniform(0, top + 1),
                        [](int k) { return std::size_t{1} << k; })},  // powers of two
-      {3, rc::gen::map(rc::gen::pair(rc::gen::inRange(1, top + 1), rc::gen::arbitrary<bool>()),
+      {3, rc::gen::map(rc::gen::pair(uniform(1, top + 1), rc::gen::arbitrary<bool>()),
                        [](const std::pair<int, bool>& k) {
                          const std::size_t power = std::size_t{1} << k.first;
                          return k.second ? power + 1 : power - 1;
                        })},  // 2^k +- 1
-      {2, rc::gen::map(rc::gen::inRange<std::size_t>(1, 257),
+      {2, rc::gen::map(uniform<std::size_t>(1, 257),
                        [](std::size_t k) { return k * 4096; })},  // page multiples
-      {1, rc::gen::inRange<std::size_t>(1, largest + 1)},         // anything up to the largest
+      {1, uniform<std::size_t>(1, largest + 1)},                  // anything up to the largest
   });
 }
 
@@ -1439,7 +1473,7 @@ rc::Gen<CommandPtr> make_command_generator(const Model& model, const std::vector
   if (possible.empty()) return make<Memalloc>(model, plan);
   // The choice shrinks towards the first command of the mix (properties list the simplest
   // first), then the command's own arguments shrink.
-  return rc::gen::mapcat(rc::gen::inRange(0, total), [possible, model, plan](int pick) {
+  return rc::gen::mapcat(uniform(0, total), [possible, model, plan](int pick) {
     for (const auto& [kind, weight] : possible) {
       if (pick < weight) return generator_for(kind, model, plan);
       pick -= weight;

@@ -39,6 +39,13 @@ int Model::add_allocation(ModelAllocation allocation) {
   allocation.orphaned = false;
   references.push_back({allocation.id, 0, ReferenceKind::returned, 0, allocation.size});
   if (allocation.source != Source::mempin) asked_for(allocation.size);
+  if (allocation.source == Source::memhostalloc) {
+    const unsigned flags =
+        (allocation.mapped ? 1u : 0u) | (allocation.portable ? 2u : 0u) | (allocation.wc ? 4u : 0u);
+    recent_host_flags.erase(std::remove(recent_host_flags.begin(), recent_host_flags.end(), flags),
+                            recent_host_flags.end());
+    recent_host_flags.push_back(flags);
+  }
   allocations.push_back(allocation);
   return allocation.id;
 }

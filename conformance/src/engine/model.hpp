@@ -82,6 +82,9 @@ struct Model {
   // The last sizes asked for, newest last: asking for a size again is how caches, size classes
   // and free lists are exercised.
   std::vector<std::size_t> recent_sizes;
+  // The flag combinations memhostalloc was last asked for (bit 0 mapped, 1 portable, 2 wc):
+  // a pinned cache keys its blocks by them.
+  std::vector<unsigned> recent_host_flags;
   int next_allocation = 1;
   int next_guard = 1;
   // Whether the device's context was used since the sequence began (a "bare" start constructs

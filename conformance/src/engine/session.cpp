@@ -364,7 +364,8 @@ std::string Session::pattern_damage(const Allocation& allocation) {
         run_.driver().memcpy_dtoh(seen.data(), allocation.device_pointer + offset, seen.size());
       } catch (...) {
         return str("reading ", size, " bytes at offset ", offset, " of ", allocation.name, " at ",
-                   hex(allocation.device_pointer), " failed: ", describe_current_exception());
+                   hex(allocation.device_pointer), " failed (", describe_current_exception(),
+                   "): the memory is no longer allocated, freed while a reference to it is held");
       }
     } else {
       std::memcpy(seen.data(), static_cast<const std::byte*>(allocation.host_pointer) + offset,

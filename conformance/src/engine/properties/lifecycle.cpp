@@ -275,7 +275,12 @@ class HostOnlyResetDuties final : public Property {
           "type); seen: the instance is not one");
     }
     const std::size_t tracked = host_only->live_allocation_count();
-    const std::size_t pending = host_only->deallocations().count();
+    // Inside a defer_cleanup scope the parent's flush is a no-op: its frees stay pending until
+    // the scope ends (DEFER-3), which is not reset()'s to undo.
+    const bool deferring =
+        std::any_of(session.guards().begin(), session.guards().end(),
+                    [&](const Session::HeldGuard& g) { return g.device == device; });
+    const std::size_t pending = deferring ? 0 : host_only->deallocations().count();
     if (tracked == 0 && pending == 0) return;
     session.fail(
         str("expected HostOnlyCUDAMemoryManager to track no allocation and hold no "
