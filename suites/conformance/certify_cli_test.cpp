@@ -41,6 +41,28 @@ TEST(CertifyCli, ReadsEveryOption) {
             (std::vector<BackendKind>{BackendKind::fake, BackendKind::gpu}));
 }
 
+TEST(CertifyCli, SeedAndBudgetSetTheExploration) {
+  const CertifyOptions defaults = parse({"--plugin", "p.so"});
+  EXPECT_EQ(defaults.backend_settings.exploration.seed, kDefaultSeed);
+  EXPECT_EQ(defaults.backend_settings.exploration.budget, 0);  // the backend's default
+  const CertifyOptions set =
+      parse({"--plugin", "p.so", "--seed", "18446744073709551615", "--budget", "500"});
+  EXPECT_EQ(set.backend_settings.exploration.seed, 18446744073709551615u);
+  EXPECT_EQ(set.backend_settings.exploration.budget, 500);
+  EMM_EXPECT_THROW(UsageError, parse({"--plugin", "p.so", "--seed", "-1"}),
+                   "--seed needs a whole number from 0 to 18446744073709551615 (got '-1'); a "
+                   "reproducer names the seed that replays it");
+  EMM_EXPECT_THROW(UsageError, parse({"--plugin", "p.so", "--seed", "18446744073709551616"}),
+                   "--seed needs a whole number from 0 to 18446744073709551615 (got "
+                   "'18446744073709551616'); a reproducer names the seed that replays it");
+  EMM_EXPECT_THROW(UsageError, parse({"--plugin", "p.so", "--budget", "0"}),
+                   "--budget needs a whole number of sequences per clause from 1 to 1000000 "
+                   "(got '0')");
+  EMM_EXPECT_THROW(UsageError, parse({"--plugin", "p.so", "--budget", "24x"}),
+                   "--budget needs a whole number of sequences per clause from 1 to 1000000 "
+                   "(got '24x')");
+}
+
 TEST(CertifyCli, Nep49SubjectsReplaceThePluginAndTheirClauses) {
   const CertifyOptions module = parse({"--nep49", "numpy:PyDataMem_DefaultHandler"});
   ASSERT_TRUE(module.nep49.has_value());

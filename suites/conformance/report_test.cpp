@@ -487,6 +487,29 @@ TEST(ResultEncoding, RoundTripsEveryField) {
   EXPECT_EQ(back->properties, r.properties);
   EXPECT_EQ(back->notes, r.notes);
   EXPECT_EQ(back->unobserved, r.unobserved);
+  EXPECT_FALSE(back->reproducer.has_value());
+
+  Reproducer reproducer;
+  reproducer.seed = 18446744073709551615u;
+  reproducer.budget = 500;
+  reproducer.sequences = 12;
+  reproducer.shrinks = 40;
+  reproducer.calls = {"auto m1 = context().memalloc(4097);", "for (...)\n  x();", ""};
+  reproducer.gtest = "TEST(EmmReproducer, ALLOC_10) {\n}\n";
+  reproducer.python = "m1 = ctx.memalloc(4097)\n";
+  reproducer.for_python = true;
+  r.reproducer = reproducer;
+  const std::optional<ClauseResult> with = decode_result(encode_result(r));
+  ASSERT_TRUE(with.has_value());
+  ASSERT_TRUE(with->reproducer.has_value());
+  EXPECT_EQ(with->reproducer->seed, reproducer.seed);
+  EXPECT_EQ(with->reproducer->budget, reproducer.budget);
+  EXPECT_EQ(with->reproducer->sequences, reproducer.sequences);
+  EXPECT_EQ(with->reproducer->shrinks, reproducer.shrinks);
+  EXPECT_EQ(with->reproducer->calls, reproducer.calls);
+  EXPECT_EQ(with->reproducer->gtest, reproducer.gtest);
+  EXPECT_EQ(with->reproducer->python, reproducer.python);
+  EXPECT_TRUE(with->reproducer->for_python);
 }
 
 TEST(ResultEncoding, RejectsTruncatedOrForeignPayloads) {

@@ -43,6 +43,16 @@ void write_seeds(const std::string& directory) {
   fail.properties = {{"seed", "3100"}, {"bytes", "12805"}};
   fail.duration_ms = 17.5;
   write_seed(directory, "fail", conformance::encode_result(fail));
+  conformance::Reproducer reproducer;
+  reproducer.seed = 7;
+  reproducer.budget = 24;
+  reproducer.sequences = 3;
+  reproducer.shrinks = 5;
+  reproducer.calls = {"auto m1 = context().memalloc(4097);", "m1.reset();"};
+  reproducer.gtest = "TEST(EmmReproducer, IPC_1) {}\n";
+  reproducer.python = "m1 = ctx.memalloc(4097)\ndel m1\n";
+  fail.reproducer = reproducer;
+  write_seed(directory, "fail_with_reproducer", conformance::encode_result(fail));
 
   ClauseResult optional;
   optional.clause = catalogue.find("ALLOC-10");

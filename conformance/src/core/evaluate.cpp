@@ -89,6 +89,8 @@ ClauseResult evaluate_on(const PluginSubject& subject, const Clause& clause, Bac
                          const RunOptions& options) {
   const std::string why = backend_unavailable_reason(backend, subject.description.capabilities);
   if (!why.empty()) return backend_not_available(subject, clause, backend, why);
+  RunOptions with_environment = options;
+  with_environment.exploration = exploration_from_environment(options.exploration);
   std::unique_ptr<Backend> made;
   try {
     made = make_backend(backend, kInProcessBackendSettings);
@@ -97,7 +99,7 @@ ClauseResult evaluate_on(const PluginSubject& subject, const Clause& clause, Bac
         subject, clause, backend,
         std::string(to_string(backend)) + " unavailable: " + describe_current_exception());
   }
-  return evaluate(subject, clause, *made, options);
+  return evaluate(subject, clause, *made, with_environment);
 }
 
 }  // namespace emm::conformance

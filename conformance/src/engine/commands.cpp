@@ -948,7 +948,9 @@ class QueryMemoryInfo final : public EngineCommand {
 class ExportIpc final : public EngineCommand {
  public:
   ExportIpc(const Model& model, const Plan&)
-      : index_(*uniform<std::size_t>(0, model.references.size())) {}
+      : index_(*uniform<std::size_t>(0, model.references.size())),
+        foreign_(
+            *rc::gen::weightedOneOf<bool>({{3, rc::gen::just(false)}, {1, rc::gen::just(true)}})) {}
   void checkPreconditions(const Model& model) const override {
     require(index_ < model.references.size());
     const ModelAllocation* allocation = model.find(model.references[index_].allocation);
@@ -957,21 +959,39 @@ class ExportIpc final : public EngineCommand {
     // An empty view has no bytes to export (and one at the very end lies in no allocation).
     require(model.references[index_].size > 0);
   }
-  void show(std::ostream& os) const override { os << "export " << index_; }
+  void show(std::ostream& os) const override {
+    os << "export " << index_ << (foreign_ ? " foreign" : "");
+  }
 
  protected:
   CommandKind kind() const override { return CommandKind::export_ipc; }
   void execute(const Model& s0, Session& session) const override {
     const ModelReference& reference = s0.references[index_];
     const ModelAllocation& model = *s0.find(reference.allocation);
-    const std::string name = reference_name(model, reference);
+    const std::string held = reference_name(model, reference);
     const std::string handle_name = str("handle", session.call_number() + 1);
-    session.begin_call({str("auto ", handle_name, " = ", cpp_context(model.device),
-                            ".get_ipc_handle(", name, ");  // opened in another process"),
-                        str(handle_name, " = ", py_context(model.device), ".get_ipc_handle(", name,
-                            ")  # opened in another process")});
+    // A "foreign" MemoryPointer over the same bytes, as Numba makes for arrays it did not
+    // allocate: its owner() is itself, so the plugin must find its block by address (spec §7).
+    const std::string name = foreign_ ? str("emm::MemoryPointer(", held, "->context(), ", held,
+                                            "->device_pointer(), ", held, "->size())")
+                                      : held;
+    session.begin_call(
+        {str("auto ", handle_name, " = ", cpp_context(model.device), ".get_ipc_handle(",
+             foreign_ ? str("std::make_shared<", name.substr(0, name.find('(')), ">(",
+                            name.substr(name.find('(') + 1))
+                      : name,
+             ");  // opened in another process"),
+         str(handle_name, " = ", py_context(model.device), ".get_ipc_handle(",
+             foreign_ ? str("MemoryPointer(", py_context(model.device), ", ", held,
+                            ".device_pointer, ", held, ".size)")
+                      : held,
+             ")  # opened in another process")});
     Context& context = session.context(model.device);
-    const std::shared_ptr<MemoryPointer> pointer = session.references()[index_].pointer;
+    std::shared_ptr<MemoryPointer> pointer = session.references()[index_].pointer;
+    if (foreign_) {
+      pointer = std::make_shared<MemoryPointer>(pointer->context(), pointer->device_pointer(),
+                                                pointer->size());
+    }
     Allocation& allocation = session.allocation(model.id);
     std::optional<IpcHandle> handle;
     try {
@@ -1007,6 +1027,7 @@ class ExportIpc final : public EngineCommand {
 
  private:
   std::size_t index_;
+  bool foreign_;
 };
 
 class InterfaceVersion final : public EngineCommand {

@@ -13,12 +13,6 @@
 
 namespace emm::conformance {
 
-int default_budget(BackendKind backend) noexcept {
-  // Measured (docs/engine.md): a fake sequence costs well under a millisecond, a GPU one a few
-  // (every call is a real driver call, pinned host memory costs hundreds of microseconds).
-  return backend == BackendKind::fake ? 24 : 8;
-}
-
 namespace engine {
 namespace {
 

@@ -3,7 +3,7 @@
 // them.
 //
 // Each plugin clause that is about the plugin's behaviour has one Property (properties/*.cpp,
-// registered by clause in property_registry.cpp). The engine (explore.hpp) generates sequences
+// registered by clause in property.cpp). The engine (explore.hpp) generates sequences
 // from the property's commands, runs each in a fresh Session, and calls the property's hooks
 // after the commands that concern them; a hook that finds a violation calls session.fail(),
 // which names the clause and the call. Hooks run only for the clause being certified, so a

@@ -54,7 +54,8 @@ void run_clause_test(const PluginSubject& subject, const char* clause_id, Backen
         std::cout << "[ WARNING  ] (" << to_string(result.level) << ") " << result.message << "\n";
         return;
       }
-      ADD_FAILURE() << result.message;
+      ADD_FAILURE() << result.message
+                    << (result.reproducer ? "\n" + describe(*result.reproducer) : std::string());
       return;
   }
 }

@@ -76,7 +76,9 @@ inline bool register_suite(const PluginSubject& subject) {
               BOOST_TEST_MESSAGE(unobserved_note(r, what));
             }
             for (const auto& [key, value] : r.properties) BOOST_TEST_MESSAGE(key << " = " << value);
-            BOOST_CHECK_MESSAGE(passed || r.level != Level::must, r.message);
+            BOOST_CHECK_MESSAGE(
+                passed || r.level != Level::must,
+                r.message + (r.reproducer ? "\n" + describe(*r.reproducer) : std::string()));
           },
           clause->full_test_name(), __FILE__, __LINE__);
       test->add_precondition([slot](utf::test_unit_id) -> boost::test_tools::assertion_result {

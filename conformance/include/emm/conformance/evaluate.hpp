@@ -39,7 +39,8 @@ ClauseResult backend_not_available(const PluginSubject& subject, const Clause& c
 inline constexpr BackendSettings kInProcessBackendSettings{.fake_devices = 2};
 
 // Decides whether `backend` can run, makes it and evaluates; what every in-process flavour
-// (GoogleTest, Boost.Test) does for one test, on kInProcessBackendSettings.
+// (GoogleTest, Boost.Test) does for one test, on kInProcessBackendSettings, exploring with the
+// seed and budget of the environment when set (EMMKIT_SEED, EMMKIT_BUDGET: exploration.hpp).
 ClauseResult evaluate_on(const PluginSubject& subject, const Clause& clause, BackendKind backend,
                          const RunOptions& options = {});
 

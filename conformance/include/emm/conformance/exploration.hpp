@@ -38,6 +38,12 @@ struct Exploration {
 // its time goal (fake: 0.5 s on 2 cores; gpu: 2 s).
 int default_budget(BackendKind backend) noexcept;
 
+// `base` with what the environment says: EMMKIT_SEED (a whole number) and EMMKIT_BUDGET (1 to
+// kMaxBudget sequences per clause), for the in-process flavours (GoogleTest, Boost.Test), whose
+// command line is the test runner's: a nightly job raises the budget without a rebuild. Throws
+// emm::InvalidArgumentError naming the variable when a value is not a number in range.
+Exploration exploration_from_environment(Exploration base = {});
+
 // The shortest failing sequence of host calls the engine found for a clause.
 struct Reproducer {
   std::uint64_t seed = 0;  // the --seed that replays it
@@ -53,5 +59,9 @@ struct Reproducer {
   // The plugin is a Python class (emm-certify --python): `python` is the form to show.
   bool for_python = false;
 };
+
+// The reproducer as a test runner prints it under a failure: the numbered calls, the seed and
+// budget that replay them, and the code to paste.
+std::string describe(const Reproducer& reproducer);
 
 }  // namespace emm::conformance

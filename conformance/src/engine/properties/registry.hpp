@@ -1,5 +1,5 @@
 // engine/properties/registry.hpp — one function per clause property, defined in the family's
-// file (lifecycle.cpp, allocation.cpp, ...) and listed once in property_registry.cpp.
+// file (lifecycle.cpp, allocation.cpp, ...) and listed once in property.cpp.
 #pragma once
 
 #include "engine/property.hpp"
