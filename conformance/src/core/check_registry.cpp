@@ -51,4 +51,10 @@ bool imports_in_another_process(const Clause& clause) noexcept {
   return key == PluginClause::IPC_1 || key == PluginClause::IPC_2 || key == PluginClause::DEV_4;
 }
 
+bool runs_threads(const Clause& clause) noexcept {
+  // alloc_checks.cpp's ALLOC-10 body and its property (ConcurrentAllocation, the only one whose
+  // commands include CommandKind::threads).
+  return plugin_clause(clause.id) == PluginClause::ALLOC_10;
+}
+
 }  // namespace emm::conformance

@@ -22,6 +22,7 @@ class FakeBackend final : public Backend {
   const std::shared_ptr<Driver>& driver() const noexcept override { return driver_; }
   std::string device_name(int device) override { return fake_->device_get_name(device); }
   int device_count() override { return fake_->system()->device_count(); }
+  void interleave_threads(bool on) override { fake_->yield_in_calls(on); }
 
   std::size_t device_bytes_in_use() override { return fake_->device_bytes_in_use(); }
   std::size_t device_capacity(int device) override { return fake_->system()->capacity(device); }

@@ -2,11 +2,14 @@
 
 #include <rapidcheck.h>
 #include <rapidcheck/state.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 
+#include "emm/conformance/child_process.hpp"
 #include "emm/python/plugin_entry.hpp"
 #include "engine/commands.hpp"
 #include "engine/render.hpp"
@@ -103,6 +106,123 @@ std::optional<std::size_t> leak_without(ClauseRun& run, const Model& initial,
   }
 }
 
+// A buffer shared with the child process a sequence runs in (Exploration::sequences_in_children):
+// the child appends each call as it begins and, at the end, how the sequence went; what it
+// wrote survives its crash. Written by one child at a time, read by the parent after the child
+// ended.
+class SharedRecord {
+ public:
+  enum Status : std::uint32_t { running = 0, passed = 1, failed = 2 };
+
+  explicit SharedRecord(std::size_t size) : size_(size) {
+    void* memory =
+        ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (memory == MAP_FAILED) throw std::bad_alloc();
+    memory_ = static_cast<char*>(memory);
+  }
+  ~SharedRecord() { ::munmap(memory_, size_); }
+  SharedRecord(const SharedRecord&) = delete;
+  SharedRecord& operator=(const SharedRecord&) = delete;
+
+  void clear() { header() = Header{}; }
+  // In the child.
+  void add(const Call& call) {
+    append(call.cpp);
+    append(call.python);
+  }
+  void finish(Status status, std::string_view message) {
+    header().message_at = header().used;
+    append(message);
+    header().status = status;
+  }
+  // In the parent.
+  Status status() const { return static_cast<Status>(header().status); }
+  std::vector<Call> calls() const {
+    std::vector<Call> calls;
+    const char* at = data();
+    const char* end = data() + (header().status == running ? header().used : header().message_at);
+    while (at < end) {
+      Call call;
+      call.cpp = at;
+      at += call.cpp.size() + 1;
+      if (at >= end) break;
+      call.python = at;
+      at += call.python.size() + 1;
+      calls.push_back(std::move(call));
+    }
+    return calls;
+  }
+  std::string message() const { return data() + header().message_at; }
+
+ private:
+  struct Header {
+    std::uint32_t used = 0;
+    std::uint32_t status = running;
+    std::uint32_t message_at = 0;
+  };
+  Header& header() const { return *reinterpret_cast<Header*>(memory_); }
+  char* data() const { return memory_ + sizeof(Header); }
+  // Appends `text` and its terminating NUL; what does not fit is cut.
+  void append(std::string_view text) {
+    const std::size_t room = size_ - sizeof(Header) - header().used;
+    if (room == 0) return;
+    const std::size_t length = std::min(text.size(), room - 1);
+    std::memcpy(data() + header().used, text.data(), length);
+    data()[header().used + length] = '\0';
+    header().used += static_cast<std::uint32_t>(length + 1);
+  }
+
+  std::size_t size_;
+  char* memory_ = nullptr;
+};
+
+// Runs `commands` in a child process; "" when the sequence passed, else the failure, with the
+// calls made (up to the crash) in `trace`. A crash or a hang is a failure of the clause at the
+// call it happened in.
+std::string run_in_child(ClauseRun& run, const Property& property, const Model& initial,
+                         const std::vector<CommandPtr>& commands, SharedRecord& record,
+                         std::chrono::milliseconds limit, Trace& trace) {
+  record.clear();
+  ChildProcess child = ChildProcess::fork([&] {
+    Trace mine;
+    mine.on_call = [&](const Call& call) { record.add(call); };
+    try {
+      Session session(run, property, initial, mine);
+      rc::state::runAll(commands, initial, session);
+      session.finish();
+      record.finish(SharedRecord::passed, "");
+    } catch (const ClauseFailure& failure) {
+      record.finish(SharedRecord::failed, failure.what());
+    } catch (...) {
+      record.finish(SharedRecord::failed, "[" + run.id() + "] the sequence engine failed: " +
+                                              describe_current_exception());
+    }
+    return 0;
+  });
+  const ChildEnd end = child.wait(ChildProcess::Clock::now() + limit);
+  trace.calls = record.calls();
+  if (end.kind == ChildEnd::Kind::exited && record.status() == SharedRecord::passed) return "";
+  if (end.kind == ChildEnd::Kind::exited && record.status() == SharedRecord::failed) {
+    return record.message();
+  }
+  const std::string where =
+      trace.calls.empty()
+          ? std::string(
+                "before the first call (while the host built the plugin's "
+                "context)")
+          : str("at call ", trace.calls.size(), " (",
+                trace.calls.back().cpp.substr(0, trace.calls.back().cpp.find('\n')), ")");
+  if (end.kind == ChildEnd::Kind::timed_out) {
+    return str("[", run.id(), "] ", where, ": no answer within ", limit.count(),
+               " ms: the plugin hangs");
+  }
+  if (end.kind == ChildEnd::Kind::signaled) {
+    return str("[", run.id(), "] ", where,
+               ": the plugin crashed the process: ", describe_signal(end.signal));
+  }
+  return str("[", run.id(), "] ", where, ": the process running the sequence ", end.describe());
+}
+
 }  // namespace
 
 std::uint64_t clause_seed(std::uint64_t seed, std::string_view id) noexcept {
@@ -124,6 +244,11 @@ void explore(ClauseRun& run, const Property& property) {
       exploration.budget > 0 ? exploration.budget : default_budget(run.backend().kind());
 
   Findings findings;
+  const bool in_children = exploration.sequences_in_children;
+  std::optional<SharedRecord> record;
+  if (in_children) record.emplace(std::size_t{1} << 20);
+  // A sequence that hangs in a child is given this long (a crash shows at once).
+  constexpr std::chrono::milliseconds kSequenceLimit{1500};
   auto sequence = [&] {
     if (findings.stop) return;
     if (findings.failed &&
@@ -134,6 +259,17 @@ void explore(ClauseRun& run, const Property& property) {
     }
     Trace trace;
     std::string failure;
+    if (in_children) {
+      const auto commands = *rc::state::gen::commands(
+          initial, [&](const Model& model) { return make_command_generator(model, mix, plan); });
+      failure = run_in_child(run, property, initial, commands, *record, kSequenceLimit, trace);
+      if (failure.empty()) return;
+      if (!findings.failed) findings.first_failure = std::chrono::steady_clock::now();
+      findings.failed = true;
+      findings.message = failure;
+      findings.trace = std::move(trace);
+      RC_FAIL(failure);
+    }
     std::unique_ptr<Session> session;
     try {
       session = std::make_unique<Session>(run, property, initial, trace);

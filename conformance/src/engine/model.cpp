@@ -99,37 +99,44 @@ std::size_t Model::open_guards(int device) const noexcept {
 }
 
 std::string allocation_name(const ModelAllocation& allocation) {
-  const char* letter = "m";
+  char letter = 'm';
   switch (allocation.source) {
     case Source::memalloc:
-      letter = "m";
+      letter = 'm';
       break;
     case Source::memallocmanaged:
-      letter = "u";
+      letter = 'u';
       break;
     case Source::memhostalloc:
-      letter = "h";
+      letter = 'h';
       break;
     case Source::mempin:
-      letter = "p";
+      letter = 'p';
       break;
   }
-  return letter + std::to_string(allocation.id);
+  // Appended, never prepended: GCC 12's -Wrestrict misjudges `"x" + std::string` at -O3.
+  std::string name(1, letter);
+  name += std::to_string(allocation.id);
+  return name;
 }
 
 std::string reference_name(const ModelAllocation& allocation, const ModelReference& reference) {
-  const std::string base = allocation_name(allocation);
+  std::string name = allocation_name(allocation);
   switch (reference.kind) {
     case ReferenceKind::returned:
-      return base;
+      return name;
     case ReferenceKind::copy:
-      return base + "_copy" + std::to_string(reference.number);
+      name += "_copy";
+      break;
     case ReferenceKind::own:
-      return base + "_own" + std::to_string(reference.number);
+      name += "_own";
+      break;
     case ReferenceKind::view:
-      return base + "_view" + std::to_string(reference.number);
+      name += "_view";
+      break;
   }
-  return base;
+  name += std::to_string(reference.number);
+  return name;
 }
 
 }  // namespace emm::conformance::engine

@@ -260,7 +260,10 @@ std::shared_ptr<void> Session::buffer_owner(int index) const {
   return buffers_.at(static_cast<std::size_t>(index))->memory;
 }
 
-void Session::begin_call(Call call) { trace_.calls.push_back(std::move(call)); }
+void Session::begin_call(Call call) {
+  if (trace_.on_call) trace_.on_call(call);
+  trace_.calls.push_back(std::move(call));
+}
 
 void Session::fail(std::string_view what) {
   if (trace_.calls.empty()) {

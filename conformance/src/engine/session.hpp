@@ -55,6 +55,9 @@ struct Trace {
   std::map<int, std::size_t> buffers;
   int devices = 1;    // contexts the sequence uses: context(0), context(1)
   bool bare = false;  // the plugin constructed while no context was current, nothing called
+  // Called with each call as it begins (a sequence run in a child process tells its parent
+  // what it was doing when it crashed); empty: nothing.
+  std::function<void(const Call&)> on_call;
   // The failing check, as a statement a reproducer can end with (C++ and Python); empty when
   // the failing call itself throws or no plain statement can show it.
   std::string assertion_cpp;

@@ -6,14 +6,14 @@ namespace {
 // Calls one of the handler's functions; a NULL pointer or an escaping exception fails the
 // clause under the clause that forbids it.
 template <class Function, class... Args>
-auto call(const Nep49Run& run, Function function, const char* name, const std::string& what,
-          Args... args) {
+auto call(const Nep49Run& run, void* ctx, Function function, const char* name,
+          const std::string& what, Args... args) {
   if (function == nullptr) {
     run.fail(str("the handler's ", name, " is NULL, so ", what,
                  " cannot be called (NEP49-3: NumPy would call it without checking)"));
   }
   try {
-    return function(run.handler().allocator.ctx, args...);
+    return function(ctx, args...);
   } catch (...) {
     run.fail(str(what, " let a C++ exception escape (", describe_current_exception(),
                  "); NEP49-14: a handler function reports failure by returning NULL, never by "
@@ -23,36 +23,47 @@ auto call(const Nep49Run& run, Function function, const char* name, const std::s
 
 }  // namespace
 
-Nep49Run::Nep49Run(const Clause& clause, Nep49Subject& subject, Backend& backend)
-    : clause_(clause), subject_(subject), backend_(backend) {}
+Nep49Run::Nep49Run(const Clause& clause, Nep49Subject& subject, Backend& backend,
+                   Exploration exploration)
+    : clause_(clause), subject_(subject), backend_(backend), exploration_(exploration) {}
+
+void* Nep49Run::malloc(std::size_t size) const { return malloc(handler(), size); }
+void* Nep49Run::calloc(std::size_t nelem, std::size_t elsize) const {
+  return calloc(handler(), nelem, elsize);
+}
+void* Nep49Run::realloc(void* ptr, std::size_t size) const { return realloc(handler(), ptr, size); }
+void Nep49Run::free(void* ptr, std::size_t size) const { free(handler(), ptr, size); }
 
 // malloc, calloc and free are called as NumPy calls them: holding the GIL when CPython is here.
-void* Nep49Run::malloc(std::size_t size) const {
+void* Nep49Run::malloc(const nep49::Handler& through, std::size_t size) const {
   void* result = nullptr;
   subject_.with_gil([&] {
-    result = call(*this, handler().allocator.malloc, "malloc", str("malloc(", size, ")"), size);
+    result = call(*this, through.allocator.ctx, through.allocator.malloc, "malloc",
+                  str("malloc(", size, ")"), size);
   });
   return result;
 }
 
-void* Nep49Run::calloc(std::size_t nelem, std::size_t elsize) const {
+void* Nep49Run::calloc(const nep49::Handler& through, std::size_t nelem,
+                       std::size_t elsize) const {
   void* result = nullptr;
   subject_.with_gil([&] {
-    result = call(*this, handler().allocator.calloc, "calloc",
+    result = call(*this, through.allocator.ctx, through.allocator.calloc, "calloc",
                   str("calloc(", nelem, ", ", elsize, ")"), nelem, elsize);
   });
   return result;
 }
 
 // realloc is called without the GIL: NumPy's text reader does (NEP49-13, NEP49-22).
-void* Nep49Run::realloc(void* ptr, std::size_t size) const {
-  return call(*this, handler().allocator.realloc, "realloc", str("realloc(", ptr, ", ", size, ")"),
-              ptr, size);
+void* Nep49Run::realloc(const nep49::Handler& through, void* ptr, std::size_t size) const {
+  return call(*this, through.allocator.ctx, through.allocator.realloc, "realloc",
+              str("realloc(", ptr, ", ", size, ")"), ptr, size);
 }
 
-void Nep49Run::free(void* ptr, std::size_t size) const {
+void Nep49Run::free(const nep49::Handler& through, void* ptr, std::size_t size) const {
   subject_.with_gil([&] {
-    call(*this, handler().allocator.free, "free", str("free(", ptr, ", ", size, ")"), ptr, size);
+    call(*this, through.allocator.ctx, through.allocator.free, "free",
+         str("free(", ptr, ", ", size, ")"), ptr, size);
   });
 }
 

@@ -111,6 +111,7 @@ class LoadedSubject final : public Nep49Subject {
       }
       handler_ = entry();
       if (handler_ == nullptr) throw Error(spec_.symbol + "() returned NULL instead of a handler");
+      entry_ = entry;
       bind_driver_ =
           reinterpret_cast<nep49::BindDriverHook>(::dlsym(library_, nep49::kBindDriverHook));
       return;
@@ -148,6 +149,45 @@ class LoadedSubject final : public Nep49Subject {
     call();
   }
 
+  AskedAgain ask_again() override {
+    AskedAgain again;
+    if (spec_.kind == Nep49SubjectSpec::Kind::library) {
+      again.handler = entry_();
+      if (again.handler == nullptr) {
+        throw Error(spec_.symbol + "() returned NULL when asked for the handler again");
+      }
+      return again;
+    }
+    void* pointer = nullptr;
+    void* capsule = nullptr;
+    bool called = false;
+    if (std::string problem =
+            bridge_->capsule_again(spec_.location, spec_.symbol, &pointer, &capsule, &called);
+        !problem.empty()) {
+      throw Error("cannot read the handler " + spec_.text() + " again: " + problem);
+    }
+    called_ = called;
+    again.handler = static_cast<nep49::Handler*>(pointer);
+    again.token = next_token_++;
+    capsules_.emplace_back(again.token, capsule);
+    return again;
+  }
+
+  void release_again(int token) override {
+    for (auto it = capsules_.begin(); it != capsules_.end(); ++it) {
+      if (it->first != token) continue;
+      void* capsule = it->second;
+      capsules_.erase(it);
+      bridge_->release_capsule(capsule);
+      return;
+    }
+  }
+
+  std::string factory_call() const override {
+    if (spec_.kind == Nep49SubjectSpec::Kind::library) return spec_.symbol + "()";
+    return spec_.location + "." + spec_.symbol + (called_ ? "()" : "");
+  }
+
   NumpyBridge* numpy(std::string& why_not) override {
     if (bridge_ == nullptr) bridge_ = load_bridge(why_not);
     if (bridge_ == nullptr) return nullptr;
@@ -172,7 +212,12 @@ class LoadedSubject final : public Nep49Subject {
   };
 
   void* library_ = nullptr;
+  nep49::HandlerEntryPoint entry_ = nullptr;
   const BridgeApi* bridge_ = nullptr;
+  // The capsules ask_again() returned and release_again() has not given back, by token.
+  std::vector<std::pair<int, void*>> capsules_;
+  int next_token_ = 1;
+  bool called_ = false;  // MODULE.ATTR is a function (known once asked again)
   bool adopted_ = false;
   Adapter adapter_;
 };

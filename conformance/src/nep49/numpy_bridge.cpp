@@ -179,12 +179,15 @@ std::string take_subject(PyObject* capsule, void** handler) {
   return "";
 }
 
-std::string load_capsule(const std::string& module_name, const std::string& attr, void** handler,
-                         std::string* module_file) {
-  Gil gil;
+// MODULE.ATTR as a new reference to a capsule (ATTR called when it is a function); "" or why
+// not. Call with the GIL.
+std::string read_capsule(const std::string& module_name, const std::string& attr,
+                         PyObject** capsule, std::string* module_file, bool* called) {
+  *called = false;
   if (module_name == "numpy" && attr == "PyDataMem_DefaultHandler") {
     Py_INCREF(PyDataMem_DefaultHandler);
-    return take_subject(PyDataMem_DefaultHandler, handler);
+    *capsule = PyDataMem_DefaultHandler;
+    return "";
   }
   PyObject* module = PyImport_ImportModule(module_name.c_str());
   if (module == nullptr) return "import " + module_name + " failed: " + python_error();
@@ -203,6 +206,7 @@ std::string load_capsule(const std::string& module_name, const std::string& attr
     Py_DECREF(value);
     if (made == nullptr) return module_name + "." + attr + "() raised " + python_error();
     value = made;
+    *called = true;
   }
   if (!PyCapsule_CheckExact(value)) {
     const std::string type = Py_TYPE(value)->tp_name;
@@ -210,7 +214,46 @@ std::string load_capsule(const std::string& module_name, const std::string& attr
     return module_name + "." + attr + " is a " + type +
            ", expected a PyCapsule holding a PyDataMem_Handler (or a function returning one)";
   }
-  return take_subject(value, handler);
+  *capsule = value;
+  return "";
+}
+
+std::string load_capsule(const std::string& module_name, const std::string& attr, void** handler,
+                         std::string* module_file) {
+  Gil gil;
+  PyObject* capsule = nullptr;
+  bool called = false;
+  if (std::string problem = read_capsule(module_name, attr, &capsule, module_file, &called);
+      !problem.empty()) {
+    return problem;
+  }
+  return take_subject(capsule, handler);
+}
+
+std::string capsule_again(const std::string& module_name, const std::string& attr, void** handler,
+                          void** capsule, bool* called) {
+  Gil gil;
+  PyObject* value = nullptr;
+  std::string module_file;
+  if (std::string problem = read_capsule(module_name, attr, &value, &module_file, called);
+      !problem.empty()) {
+    return problem;
+  }
+  const char* name = PyCapsule_GetName(value);
+  void* pointer = name != nullptr || !PyErr_Occurred() ? PyCapsule_GetPointer(value, name) : nullptr;
+  if (pointer == nullptr) {
+    const std::string problem = "the capsule holds no pointer: " + python_error();
+    Py_DECREF(value);
+    return problem;
+  }
+  *handler = pointer;
+  *capsule = value;
+  return "";
+}
+
+void release_capsule(void* capsule) {
+  Gil gil;
+  Py_XDECREF(static_cast<PyObject*>(capsule));
 }
 
 std::string adopt_handler(void* handler) {
@@ -247,8 +290,9 @@ std::string run(const std::string& id, std::vector<std::string>* notes) {
 int gil_ensure() { return static_cast<int>(PyGILState_Ensure()); }
 void gil_release(int state) { PyGILState_Release(static_cast<PyGILState_STATE>(state)); }
 
-const BridgeApi kApi{kBridgeAbiVersion, &start, &versions,   &load_capsule,
-                     &adopt_handler,    &run,   &gil_ensure, &gil_release};
+const BridgeApi kApi{kBridgeAbiVersion, &start,         &versions,        &load_capsule,
+                     &capsule_again,    &release_capsule, &adopt_handler, &run,
+                     &gil_ensure,       &gil_release};
 
 }  // namespace
 }  // namespace emm::conformance::nep49_bridge

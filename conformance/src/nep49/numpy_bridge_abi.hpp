@@ -10,7 +10,7 @@
 
 namespace emm::conformance::nep49_bridge {
 
-inline constexpr int kBridgeAbiVersion = 1;
+inline constexpr int kBridgeAbiVersion = 2;
 inline constexpr const char* kBridgeEntryPoint = "emm_nep49_numpy_bridge";
 inline constexpr const char* kBridgeLibraryName = "libemm_nep49_numpy.so";
 
@@ -25,6 +25,13 @@ struct BridgeApi {
   // and *module_file to the module's file ("" for none); "" or why not.
   std::string (*load_capsule)(const std::string& module, const std::string& attr, void** handler,
                               std::string* module_file);
+  // MODULE.ATTR read again as load_capsule reads it, without changing the subject: sets *handler
+  // to the capsule's pointer, *capsule to a new reference to it (release_capsule gives it back)
+  // and *called to whether ATTR is a function; "" or why not.
+  std::string (*capsule_again)(const std::string& module, const std::string& attr, void** handler,
+                               void** capsule, bool* called);
+  // Py_DECREF of what capsule_again returned (its destructor may run).
+  void (*release_capsule)(void* capsule);
   // A handler from a library: the bridge wraps it in a capsule of its own.
   std::string (*adopt_handler)(void* handler);
   // Runs the scenario of clause `id` with the subject's capsule; "" when it passed, else what

@@ -445,6 +445,48 @@ void run_one_per_clause(const std::vector<ClauseJob>& jobs, const SchedulerSetti
   }
 }
 
+// --- the shortest sequence that crashes or hangs
+// ---------------------------------------------------
+
+// A plugin clause that crashed or hung on the fake backend is explored once more in a child whose
+// sequences each run in a process of their own (Exploration::sequences_in_children), so that the
+// crash becomes a failing sequence RapidCheck shrinks; its reproducer joins the result. Only the
+// fake: a process must not fork after CUDA started. Costs nothing when nothing crashed.
+void reproduce_crash(const ClauseJob& job, const SchedulerSettings& settings,
+                     ClauseResult& result) {
+  SchedulerSettings reproducing = settings;
+  reproducing.backend.exploration.sequences_in_children = true;
+  const std::string nonce = fresh_nonce();
+  std::optional<ChildProcess> child;
+  try {
+    child.emplace(ChildProcess::fork(
+        [&reproducing, job, nonce] {
+          answer(load_in_child(reproducing), Command{nonce, job.clause, job.backend},
+                 reproducing.backend);
+          return 0;
+        },
+        child_options(reproducing, false)));
+  } catch (const std::exception&) {
+    return;  // the crash stands as reported
+  }
+  // Shrinking a sequence that hangs takes a while: each try waits for the hang.
+  const auto limit =
+      std::max<std::chrono::milliseconds>(settings.timeout, std::chrono::seconds(30));
+  const ChildEnd end = child->wait(Clock::now() + limit);
+  kill_stray_children();
+  if (end.kind != ChildEnd::Kind::exited || end.exit_status != 0) return;
+  std::string problem;
+  const std::optional<std::string> payload = decode_frame(child->result_bytes(), problem);
+  if (!payload) return;
+  std::optional<ChildAnswer> found = accept(*payload, job, nonce, problem);
+  if (!found || found->kind != ChildAnswer::Kind::result || !found->result.reproducer) return;
+  result.reproducer = std::move(found->result.reproducer);
+  result.notes.push_back(
+      "the generated sequences, each run in a process of its own, reproduce "
+      "it: " +
+      found->result.message);
+}
+
 // --- in-process ----------------------------------------------------------------------------------
 
 void run_in_this_process(const std::vector<ClauseJob>& jobs, const SchedulerSettings& settings,
@@ -490,6 +532,13 @@ std::vector<ClauseResult> run_clause_jobs(
       const std::size_t parallel =
           backend == BackendKind::fake ? std::max<std::size_t>(settings.parallel_fake, 1) : 1;
       run_one_per_clause(jobs, settings, order, parallel, results, on_result);
+    }
+    if (backend != BackendKind::fake || settings.load_subject) continue;  // plugin clauses only
+    for (const std::size_t index : order) {
+      ClauseResult& result = results[index];
+      if (result.outcome == Outcome::crash || result.outcome == Outcome::timeout) {
+        reproduce_crash(jobs[index], settings, result);
+      }
     }
   }
   return results;

@@ -35,5 +35,9 @@ bool destroys_contexts(const Clause& clause) noexcept;
 // IPC-1, IPC-2, DEV-4), so that a worker about to run it starts that process ahead of time.
 // Only a matter of time: a clause missing here starts the process when it first imports.
 bool imports_in_another_process(const Clause& clause) noexcept;
+// Whether the clause runs several threads in the plugin at once (ALLOC-10: its fixed scenario
+// and the engine's threads command), so that evaluate() makes them interleave inside it
+// (Backend::interleave_threads) and emm-certify's ThreadSanitizer path has something to see.
+bool runs_threads(const Clause& clause) noexcept;
 
 }  // namespace emm::conformance

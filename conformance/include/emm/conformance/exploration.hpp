@@ -31,6 +31,10 @@ struct Exploration {
   std::uint64_t seed = kDefaultSeed;
   // Sequences per clause; 0: the backend's default (default_budget()).
   int budget = 0;
+  // Each sequence in a process of its own, and nothing but the sequences: how emm-certify finds
+  // the shortest sequence after a clause crashed or hung on the fake backend (a crash is then
+  // a failing sequence, shrunk like any other). Off by default: a fork per sequence costs.
+  bool sequences_in_children = false;
 };
 
 // The sequences per clause a certification runs unless told otherwise: enough that a defect

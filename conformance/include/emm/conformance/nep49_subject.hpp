@@ -72,6 +72,22 @@ class Nep49Subject {
   // calloc and free with it held, and NumPy 1.x's default calloc releases it), else directly.
   virtual void with_gil(const std::function<void()>& call) = 0;
 
+  // The handler as a program that asks for it a second time gets it: the library's entry point
+  // called again, or MODULE.ATTR read again (and called, when it is a function). `handler` is
+  // the struct the answer holds (often the same one); the answer (a capsule) stays referenced
+  // until release_again(token). The handler a subject loaded first must keep working whatever
+  // was asked again or released. Throws emm::Error saying why it cannot be asked.
+  struct AskedAgain {
+    emm::nep49::Handler* handler = nullptr;
+    int token = 0;
+  };
+  virtual AskedAgain ask_again() = 0;
+  // Drops the answer `token` named (a capsule's destructor may run). Throws emm::Error.
+  virtual void release_again(int token) = 0;
+  // The call a program makes to ask again, for reproducers: "emm_nep49_handler()",
+  // "my_module.handler", "my_module.make_handler()".
+  virtual std::string factory_call() const = 0;
+
  protected:
   explicit Nep49Subject(Nep49SubjectSpec spec) : spec_(std::move(spec)) {}
   Nep49SubjectSpec spec_;
