@@ -3,8 +3,8 @@
 # the release preset's emm_bench_certify (suites/benchmarks/certify_bench.cpp), on both backends
 # and in every isolation mode (worker: the default; clause: --isolation clause; in-process), in
 # one run so that the ratios compare like with like. Writes $OUT/certify_bench.json and checks
-# issue 14's targets for the default (worker) mode: <= 2 s on the GPU, <= 300 ms on the fake
-# backend (a target set for 2 cores; this machine has more). Exit 1 when a target is missed or a
+# the targets for the default (worker) mode at the default budget: <= 2 s on one GPU (3 s on
+# two), <= 500 ms on the fake backend (a target set for 2 cores; this machine has more). Exit 1 when a target is missed or a
 # benchmark reports an error; a machine without a GPU skips the GPU target with the reason.
 # Then "where the time goes": one more GPU certification of the reference plugin with each
 # console line stamped with the milliseconds since the start (the probe, the worker's CUDA start
@@ -24,9 +24,20 @@ mkdir -p "$out"
   --benchmark_out_format=json
 status=0
 python3 - "$out/certify_bench.json" <<'PY' || status=1
-import json, os, sys
+import json, os, subprocess, sys
 
-TARGETS_MS = {("reference", "gpu", "worker"): 2000.0, ("reference", "fake", "worker"): 300.0}
+import shutil
+# Issue 20's targets at the default budget (the property engine included): the fake within
+# 0.5 s on 2 cores; the gpu within 2 s on one GPU and 3 s on two (each clause runs on every
+# device the machine has).
+def gpu_count():
+    if shutil.which("nvidia-smi") is None:
+        return 1
+    listing = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout
+    return max(1, sum(1 for line in listing.splitlines() if line.startswith("GPU ")))
+GPUS = gpu_count()
+TARGETS_MS = {("reference", "gpu", "worker"): 2000.0 if GPUS < 2 else 3000.0,
+              ("reference", "fake", "worker"): 500.0}
 UNIT_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
 with open(sys.argv[1]) as report:
     entries = json.load(report)["benchmarks"]

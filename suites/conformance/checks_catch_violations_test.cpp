@@ -217,9 +217,10 @@ TEST(ChecksCatchViolations, IPC_7_UndeclaredIpcIsNotSupportedOnlyWithNotImplemen
   const ClauseResult undeclared = run(subject<NumbaCUDAMemoryManager>(no_ipc), "IPC-7");
   EXPECT_EQ(undeclared.outcome, Outcome::fail);
   EXPECT_EQ(undeclared.message,
-            "[IPC-7] the plugin declares ipc=false, so get_ipc_handle() must throw "
-            "emm::NotImplementedError; it returned a handle (size 4096); declare ipc=true if it "
-            "works");
+            "[IPC-7] at call 2 (auto handle2 = context().get_ipc_handle(m1);  // opened in another "
+            "process): expected get_ipc_handle() to throw emm::NotImplementedError (the plugin "
+            "declares ipc=false); seen: it returned a handle of size 1 (declare ipc=true if it "
+            "works)");
 }
 
 TEST(ChecksCatchViolations,
@@ -256,8 +257,11 @@ TEST(ChecksCatchViolations, IPC_1_DeclaredIpcThatThrowsNotImplementedFails) {
   const ClauseResult r = run(subject<NoIpc>(), "IPC-1");
   EXPECT_EQ(r.outcome, Outcome::fail);
   EXPECT_EQ(r.message,
-            "[IPC-1] get_ipc_handle(the buffer itself) threw NotImplementedError (this plugin has "
-            "no IPC) although the plugin declares ipc=true");
+            "[IPC-1] at call 2 (auto handle2 = "
+            "context().get_ipc_handle(std::make_shared<emm::MemoryPointer>(m1->context(), "
+            "m1->device_pointer(), m1->size()));  // opened in another process): expected "
+            "get_ipc_handle(a foreign MemoryPointer over m1) to return a handle (the plugin "
+            "declares ipc); it threw emm::NotImplementedError: this plugin has no IPC");
 }
 
 TEST(ChecksCatchViolations, LIFE_2_InitializeThatAllocatesFails) {

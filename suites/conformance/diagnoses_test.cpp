@@ -150,10 +150,13 @@ TEST(Diagnoses, IpcOffsetFromTheOwnerNamesTheForeignViewAndTheExpectedOffset) {
   const ClauseResult r = run(subject<ForeignOffsetFromOwner>(), "IPC-1");
   EXPECT_EQ(r.outcome, Outcome::fail);
   EXPECT_EQ(r.message,
-            "[IPC-1] get_ipc_handle(a foreign MemoryPointer over [1000, 4000) of the buffer "
-            "(owner() is itself)).offset() is 0, expected 1000 = view pointer 0x2000000000003e8 - "
-            "base 0x200000000000000 of the block the driver handle refers to (an offset from the "
-            "memory's owner or from a pool's own bookkeeping is wrong for foreign views)");
+            "[IPC-1] at call 3 (auto handle3 = "
+            "context().get_ipc_handle(std::make_shared<emm::MemoryPointer>(m1_view1->context(), "
+            "m1_view1->device_pointer(), m1_view1->size()));  // opened in another process): "
+            "expected get_ipc_handle(a foreign MemoryPointer over m1_view1).offset() to be 2048 = "
+            "view pointer 0x200000000000800 - base 0x200000000000000 of the block the driver "
+            "handle refers to; seen: 0 (take the offset from the driver block: an offset from the "
+            "memory's owner() or from a pool's own bookkeeping is wrong for foreign views)");
 }
 
 struct HandleWithoutBase : NumbaCUDAMemoryManager {
@@ -169,9 +172,12 @@ TEST(Diagnoses, IpcHandleWithoutBaseSaysWhatTheBaseIsFor) {
   const ClauseResult r = run(subject<HandleWithoutBase>(), "IPC-1");
   EXPECT_EQ(r.outcome, Outcome::fail);
   EXPECT_EQ(r.message,
-            "[IPC-1] get_ipc_handle(the buffer itself).base() is null; it must reference the "
-            "exported memory and keep it alive while the handle lives (pass `memory` as the "
-            "base)");
+            "[IPC-1] at call 2 (auto handle2 = "
+            "context().get_ipc_handle(std::make_shared<emm::MemoryPointer>(m1->context(), "
+            "m1->device_pointer(), m1->size()));  // opened in another process): expected "
+            "get_ipc_handle(a foreign MemoryPointer over m1).base() to reference the exported "
+            "memory; seen: null (pass `memory` as the base: it keeps the memory alive while the "
+            "handle lives)");
 }
 
 struct HandleWithoutSourceInfo : NumbaCUDAMemoryManager {
@@ -186,9 +192,12 @@ TEST(Diagnoses, IpcHandleWithoutSourceInfoSaysWhatItIsFor) {
   const ClauseResult r = run(subject<HandleWithoutSourceInfo>(), "IPC-1");
   EXPECT_EQ(r.outcome, Outcome::fail);
   EXPECT_EQ(r.message,
-            "[IPC-1] get_ipc_handle(the buffer itself).source_info() is empty; it must be the "
-            "exporting device's identity (the importer needs it to choose between a direct and a "
-            "staged open)");
+            "[IPC-1] at call 2 (auto handle2 = "
+            "context().get_ipc_handle(std::make_shared<emm::MemoryPointer>(m1->context(), "
+            "m1->device_pointer(), m1->size()));  // opened in another process): expected "
+            "get_ipc_handle(a foreign MemoryPointer over m1).source_info() to be device 0's "
+            "identity; seen: none (the importer needs it to choose between a direct and a staged "
+            "open)");
 }
 
 // --- host memory: flags and page-locking, as the driver reports them ---------------------------
@@ -310,8 +319,9 @@ TEST(Diagnoses, ResetSkippingTheParentsSaysWhatTheParentStillHolds) {
   const ClauseResult r = run(subject<ResetSkipsParent>(), "LIFE-10");
   EXPECT_EQ(r.outcome, Outcome::fail);
   EXPECT_EQ(r.message,
-            "[LIFE-10] after reset(), HostOnlyCUDAMemoryManager still tracks 3 allocation(s) and "
-            "holds 1 pending free(s) (before: 3 and 1): the override of reset() does not call "
+            "[LIFE-10] at call 2 (context().reset();): expected HostOnlyCUDAMemoryManager to track "
+            "no allocation and hold no pending free after reset(); seen: 1 allocation(s) and 0 "
+            "pending free(s): the override of reset() does not call "
             "HostOnlyCUDAMemoryManager::reset() (NBEP 7: it \"must also call the method from "
             "super()\")");
 }

@@ -99,7 +99,7 @@ Allocation device_record(Session& session, const ModelAllocation& made,
 
 // A size for a new allocation: often one asked for lately (a cache's or a size class's next
 // customer), else a fresh one.
-std::size_t next_size(const Model& model, std::size_t largest) {
+std::size_t next_size(const Model& model, std::size_t largest, bool now_and_then_larger = false) {
   enum class From { fresh, again, near };
   const From from = model.recent_sizes.empty()
                         ? From::fresh
@@ -117,13 +117,13 @@ std::size_t next_size(const Model& model, std::size_t largest) {
     }
     if (size <= largest) return size;
   }
-  return *allocation_sizes(largest);
+  return *allocation_sizes(largest, now_and_then_larger);
 }
 
 class Memalloc final : public EngineCommand {
  public:
   Memalloc(const Model& model, const Plan&)
-      : device_(*uniform(0, model.devices)), size_(next_size(model, kLargestAllocation)) {}
+      : device_(*uniform(0, model.devices)), size_(next_size(model, kLargestAllocation, true)) {}
 
   void checkPreconditions(const Model& model) const override { require(device_ < model.devices); }
   void apply(Model& model) const override {
@@ -167,9 +167,15 @@ class Burst final : public EngineCommand {
 
   Burst(const Model& model, const Plan&)
       : device_(*uniform(0, model.devices)),
-        size_(next_size(model, kLargestAllocation / 4)),
-        count_(*uniform(2, 25)),
-        order_(*rc::gen::element(Order::first_to_last, Order::last_to_first, Order::alternate)) {}
+        // Now and then hundreds or thousands of one size: the block at a slab's or chunk's end.
+        count_(*rc::gen::weightedOneOf<int>(
+            {{6, uniform(2, 25)}, {1, uniform(100, 400)}, {1, uniform(1000, 2100)}})),
+        order_(*rc::gen::element(Order::first_to_last, Order::last_to_first, Order::alternate)) {
+    // All of them together take at most a quarter of the device.
+    const std::size_t largest = std::min(
+        kLargestAllocation / 4, std::max<std::size_t>(model.device_capacity / 4 / count_, 1));
+    size_ = next_size(model, largest);
+  }
 
   void checkPreconditions(const Model& model) const override { require(device_ < model.devices); }
   void apply(Model& model) const override {
@@ -251,16 +257,16 @@ class Burst final : public EngineCommand {
   }
 
   int device_;
-  std::size_t size_;
   int count_;
   Order order_;
+  std::size_t size_ = 1;
 };
 
 class Memallocmanaged final : public EngineCommand {
  public:
   Memallocmanaged(const Model& model, const Plan&)
       : device_(*uniform(0, model.devices)),
-        size_(next_size(model, kLargestAllocation)),
+        size_(next_size(model, kLargestAllocation, true)),
         attach_global_(*rc::gen::arbitrary<bool>()) {}
 
   void checkPreconditions(const Model& model) const override { require(device_ < model.devices); }
@@ -553,7 +559,7 @@ class TakeReference final : public EngineCommand {
     require(index_ < model.references.size());
     const ModelReference& reference = model.references[index_];
     const ModelAllocation* allocation = model.find(reference.allocation);
-    require(allocation != nullptr && !allocation->orphaned);
+    require(allocation != nullptr && allocation->usable());
     require(how_ == How::copy || pointer_references(*allocation));
     require(start_ <= stop_ && stop_ <= reference.size);
   }
@@ -573,6 +579,7 @@ class TakeReference final : public EngineCommand {
                             stop_ - start_);
         break;
     }
+    model.references.back().through_view = reference.through_view || how_ == How::view;
   }
   void show(std::ostream& os) const override { os << "reference " << index_; }
 
@@ -675,6 +682,56 @@ class Release final : public EngineCommand {
   bool on_thread_;
 };
 
+// free() on a device allocation's pointer: its finalizer runs now rather than at the last
+// release (spec 2.2); the references stay held and are released later like any other.
+class Free final : public EngineCommand {
+ public:
+  Free(const Model& model, const Plan&)
+      : index_(*uniform<std::size_t>(0, model.references.size())) {}
+
+  void checkPreconditions(const Model& model) const override {
+    require(index_ < model.references.size());
+    const ModelReference& reference = model.references[index_];
+    const ModelAllocation* allocation = model.find(reference.allocation);
+    require(allocation != nullptr && freeable(*allocation, reference));
+  }
+  void apply(Model& model) const override {
+    model.find(model.references[index_].allocation)->freed = true;
+  }
+  void show(std::ostream& os) const override { os << "free " << index_; }
+
+  static bool freeable(const ModelAllocation& allocation, const ModelReference& reference) {
+    return allocation.usable() && on_device(allocation.source) && !reference.through_view;
+  }
+
+ protected:
+  CommandKind kind() const override { return CommandKind::free; }
+  void execute(const Model& s0, Session& session) const override {
+    const ModelReference& reference = s0.references[index_];
+    const ModelAllocation& model = *s0.find(reference.allocation);
+    const std::string name = reference_name(model, reference);
+    session.begin_call({str(name, "->free();"), str(name, ".free()")});
+    session.context(model.device);
+    const std::shared_ptr<MemoryPointer>& pointer = session.references()[index_].pointer;
+    try {
+      pointer->free();
+    } catch (...) {
+      session.fail_thrown(str(name, "->free() to run the finalizer of ", allocation_name(model),
+                              " (its first free())"));
+    }
+    Allocation& record = session.allocation(model.id);
+    record.freed = true;
+    // A plugin that hands out views of its own blocks gives free() nothing to free (OwnedPointer
+    // forwards it to the whole of what it owns only); the model stops using the memory all the
+    // same.
+    const auto* owned = dynamic_cast<const OwnedPointer*>(pointer.get());
+    if (owned == nullptr || !owned->is_view()) session.property().freed(session, record);
+  }
+
+ private:
+  std::size_t index_;
+};
+
 class Verify final : public EngineCommand {
  public:
   Verify(const Model& model, const Plan&)
@@ -683,7 +740,7 @@ class Verify final : public EngineCommand {
   void checkPreconditions(const Model& model) const override {
     require(index_ < model.references.size());
     const ModelAllocation* allocation = model.find(model.references[index_].allocation);
-    require(allocation != nullptr && !allocation->orphaned);
+    require(allocation != nullptr && allocation->usable());
   }
   void show(std::ostream& os) const override { os << "verify " << index_; }
 
@@ -947,14 +1004,15 @@ class QueryMemoryInfo final : public EngineCommand {
 
 class ExportIpc final : public EngineCommand {
  public:
-  ExportIpc(const Model& model, const Plan&)
+  ExportIpc(const Model& model, const Plan& plan)
       : index_(*uniform<std::size_t>(0, model.references.size())),
         foreign_(
+            plan.foreign_exports &&
             *rc::gen::weightedOneOf<bool>({{3, rc::gen::just(false)}, {1, rc::gen::just(true)}})) {}
   void checkPreconditions(const Model& model) const override {
     require(index_ < model.references.size());
     const ModelAllocation* allocation = model.find(model.references[index_].allocation);
-    require(allocation != nullptr && !allocation->orphaned &&
+    require(allocation != nullptr && allocation->usable() &&
             allocation->source == Source::memalloc);
     // An empty view has no bytes to export (and one at the very end lies in no allocation).
     require(model.references[index_].size > 0);
@@ -992,13 +1050,18 @@ class ExportIpc final : public EngineCommand {
       pointer = std::make_shared<MemoryPointer>(pointer->context(), pointer->device_pointer(),
                                                 pointer->size());
     }
-    Allocation& allocation = session.allocation(model.id);
+    Exported exported{session.allocation(model.id),
+                      reference,
+                      foreign_ ? "a foreign MemoryPointer over " + held : held,
+                      pointer,
+                      nullptr,
+                      std::nullopt,
+                      ""};
     std::optional<IpcHandle> handle;
     try {
       handle.emplace(context.get_ipc_handle(pointer));
     } catch (...) {
-      session.property().exported(session, allocation, reference, pointer, nullptr, std::nullopt,
-                                  "");
+      session.property().exported(session, exported);
       return;
     }
     std::optional<std::vector<std::byte>> imported;
@@ -1021,8 +1084,10 @@ class ExportIpc final : public EngineCommand {
       import_error = describe_current_exception();
     }
     session.context(model.device);
-    session.property().exported(session, allocation, reference, pointer, &*handle, imported,
-                                import_error);
+    exported.handle = &*handle;
+    exported.imported = std::move(imported);
+    exported.import_error = std::move(import_error);
+    session.property().exported(session, exported);
   }
 
  private:
@@ -1082,7 +1147,7 @@ class ProbeInstance final : public EngineCommand {
     const std::optional<std::size_t> calls_after = session.backend().driver_calls();
     if (calls_before && calls_after) report.driver_calls = *calls_after - *calls_before;
     for (const ModelAllocation& model : s0.allocations) {
-      if (model.orphaned) continue;
+      if (!model.usable()) continue;
       Allocation& allocation = session.allocation(model.id);
       if (Session::finalized(allocation)) {
         report.damage = str("the finalizer of the live ", allocation.name, " ran");
@@ -1193,6 +1258,25 @@ class Fill final : public EngineCommand {
       }
     }
     const std::size_t obtained = fill.size() * chunk;
+    // A small request on the full device: out of memory or a block, either is fine; what it
+    // leaves behind is judged by the allocations that follow (a chunk recorded before its
+    // cuMemAlloc failed, say).
+    session.begin_call(
+        {"try { context().memalloc(4097); } catch (const emm::CudaDriverError&) {}"
+         "  // on the full device",
+         "try:\n    ctx.memalloc(4097)  # on the full device\nexcept Exception:\n    pass"});
+    try {
+      std::shared_ptr<MemoryPointer> small = context.memalloc(4097);
+    } catch (...) {
+      if (!is_out_of_memory()) {
+        report.request = 4097;
+        report.other = "it threw " + describe_current_exception();
+        fill.clear();
+        report.after = session.snapshot();
+        session.property().out_of_memory(session, report);
+        return;
+      }
+    }
     session.begin_call({"fill.clear();", "fill.clear()"});
     fill.clear();
     const std::size_t request =
@@ -1247,9 +1331,11 @@ class Fill final : public EngineCommand {
 // one map, updated before a reference is dropped and after one is made.
 class Threads final : public EngineCommand {
  public:
-  Threads(const Model&, const Plan&)
+  // Fewer operations on a GPU, where a pass-through plugin's release is a cuMemFree that
+  // synchronises the device (tens of microseconds).
+  Threads(const Model&, const Plan& plan)
       : threads_(*uniform(2, 9)),
-        operations_(*uniform(64, 513)),
+        operations_(plan.backend == BackendKind::gpu ? *uniform(16, 129) : *uniform(64, 513)),
         seed_(*uniform<std::uint32_t>(0, 1u << 20)) {}
   void show(std::ostream& os) const override { os << threads_ << " threads"; }
 
@@ -1370,6 +1456,100 @@ class Threads final : public EngineCommand {
   std::uint32_t seed_;
 };
 
+// reset() on this thread while 2-4 other threads drop every reference to the live device memory
+// of device 0, all released at once after a barrier: what a host meets when a garbage collector
+// finalizes pointers on its own threads while the context is reset (finalizers racing the
+// plugin's reset(), LIFE-8; a lock that only reset() skips, ALLOC-10). Which releases come
+// before the reset and which after depends on the threads, so no per-release hook runs: the
+// command reports to Property::threads.
+class ResetWhileReleasing final : public EngineCommand {
+ public:
+  ResetWhileReleasing(const Model&, const Plan&) : threads_(*uniform(2, 5)) {}
+  void checkPreconditions(const Model& model) const override { require(!releasing(model).empty()); }
+  void apply(Model& model) const override {
+    const std::vector<std::size_t> indices = releasing(model);
+    for (auto index = indices.rbegin(); index != indices.rend(); ++index) {
+      model.drop_reference(*index);
+    }
+    model.orphan(0);
+    model.used[0] = true;
+  }
+  void show(std::ostream& os) const override { os << "reset while " << threads_ << " release"; }
+  CommandKind kind() const override { return CommandKind::reset_releasing; }
+
+ protected:
+  void execute(const Model& s0, Session& session) const override {
+    const std::vector<std::size_t> indices = releasing(s0);
+    std::string names;
+    for (const std::size_t index : indices) {
+      const ModelReference& reference = s0.references[index];
+      if (!names.empty()) names += ", ";
+      names += reference_name(*s0.find(reference.allocation), reference);
+    }
+    session.begin_call(
+        {str("// ", names, " released on ", threads_,
+             " threads while context().reset() runs:\nstd::vector<std::thread> threads;  // each "
+             "takes some of the references and drops them at once\ncontext().reset();\nfor "
+             "(auto& thread : threads) thread.join();"),
+         str("# ", names, " released on ", threads_, " threads while ctx.reset() runs")});
+    Context& context = session.context(0);
+    ThreadReport report;
+    report.threads = threads_;
+    report.before = session.snapshot();
+    std::vector<std::vector<Session::Held>> shares(static_cast<std::size_t>(threads_));
+    std::vector<Session::Held>& references = session.references();
+    for (std::size_t i = 0; i < indices.size(); ++i) {
+      shares[i % shares.size()].push_back(std::move(references[indices[i]]));
+    }
+    for (auto index = indices.rbegin(); index != indices.rend(); ++index) {
+      references.erase(references.begin() + static_cast<long>(*index));
+    }
+    std::atomic<int> waiting{threads_ + 1};
+    std::vector<std::thread> workers;
+    for (auto& share : shares) {
+      workers.emplace_back([&waiting, mine = std::move(share)]() mutable {
+        waiting.fetch_sub(1);
+        while (waiting.load() > 0) std::this_thread::yield();
+        mine.clear();
+      });
+    }
+    waiting.fetch_sub(1);
+    while (waiting.load() > 0) std::this_thread::yield();
+    try {
+      context.reset();
+    } catch (...) {
+      report.failure = "reset() threw " + describe_current_exception();
+    }
+    for (std::thread& worker : workers) worker.join();
+    session.note_lifecycle(0, "reset()");
+    for (const ModelAllocation& allocation : s0.allocations) {
+      if (allocation.device != 0) continue;
+      Allocation& record = session.allocation(allocation.id);
+      record.orphaned = true;
+      if (on_device(allocation.source)) record.released = true;
+    }
+    report.operations = indices.size();
+    report.after = session.snapshot();
+    session.property().threads(session, report);
+  }
+
+ private:
+  // The references to live device memory of device 0 (memalloc, memallocmanaged).
+  static std::vector<std::size_t> releasing(const Model& model) {
+    std::vector<std::size_t> indices;
+    for (std::size_t i = 0; i < model.references.size(); ++i) {
+      const ModelAllocation* allocation = model.find(model.references[i].allocation);
+      if (allocation != nullptr && allocation->device == 0 && !allocation->orphaned &&
+          on_device(allocation->source)) {
+        indices.push_back(i);
+      }
+    }
+    return indices;
+  }
+
+  int threads_;
+};
+
 // --- generation
 // -------------------------------------------------------------------------------------
 
@@ -1386,7 +1566,7 @@ bool feasible(CommandKind kind, const Model& model, const Plan& plan) {
     return std::any_of(model.references.begin(), model.references.end(),
                        [&](const ModelReference& r) {
                          const ModelAllocation* a = model.find(r.allocation);
-                         return a != nullptr && !a->orphaned;
+                         return a != nullptr && a->usable();
                        });
   };
   switch (kind) {
@@ -1396,6 +1576,12 @@ bool feasible(CommandKind kind, const Model& model, const Plan& plan) {
       return pointer_references();
     case CommandKind::release:
       return !model.references.empty();
+    case CommandKind::free:
+      return std::any_of(model.references.begin(), model.references.end(),
+                         [&](const ModelReference& r) {
+                           const ModelAllocation* a = model.find(r.allocation);
+                           return a != nullptr && Free::freeable(*a, r);
+                         });
     case CommandKind::exit_guard:
       return !model.guards.empty();
     case CommandKind::mempin:
@@ -1404,6 +1590,11 @@ bool feasible(CommandKind kind, const Model& model, const Plan& plan) {
       return plan.capabilities.host_only_derived;
     case CommandKind::fill:
       return model.references.empty() && model.guards.empty();
+    case CommandKind::reset_releasing:
+      return std::any_of(model.allocations.begin(), model.allocations.end(),
+                         [](const ModelAllocation& a) {
+                           return a.device == 0 && !a.orphaned && on_device(a.source);
+                         });
     default:
       return true;
   }
@@ -1425,6 +1616,8 @@ rc::Gen<CommandPtr> generator_for(CommandKind kind, const Model& model, const Pl
       return make<TakeReference>(model, plan);
     case CommandKind::release:
       return make<Release>(model, plan);
+    case CommandKind::free:
+      return make<Free>(model, plan);
     case CommandKind::verify:
       return make<Verify>(model, plan);
     case CommandKind::initialize:
@@ -1453,6 +1646,8 @@ rc::Gen<CommandPtr> generator_for(CommandKind kind, const Model& model, const Pl
       return make<Fill>(model, plan);
     case CommandKind::threads:
       return make<Threads>(model, plan);
+    case CommandKind::reset_releasing:
+      return make<ResetWhileReleasing>(model, plan);
   }
   return make<Memalloc>(model, plan);
 }
@@ -1463,8 +1658,11 @@ CommandKind kind_of(const Command& command) {
   return dynamic_cast<const EngineCommand&>(command).kind();
 }
 
-rc::Gen<std::size_t> allocation_sizes(std::size_t largest) {
+rc::Gen<std::size_t> allocation_sizes(std::size_t largest, bool now_and_then_larger) {
   const int top = std::bit_width(largest) - 1;  // 2^top <= largest
+  // Now and then a large block, up to 8 times the largest: the paths a plugin keeps for
+  // requests beyond its pools (dedicated blocks, other pointer types).
+  const int larger = now_and_then_larger ? 1 : 0;
   return rc::gen::weightedOneOf<std::size_t>({
       {4, uniform<std::size_t>(1, 129)},  // 1 and small sizes
       {2, rc::gen::map(uniform<std::size_t>(0, 2048),
@@ -1479,6 +1677,9 @@ rc::Gen<std::size_t> allocation_sizes(std::size_t largest) {
       {2, rc::gen::map(uniform<std::size_t>(1, 257),
                        [](std::size_t k) { return k * 4096; })},  // page multiples
       {1, uniform<std::size_t>(1, largest + 1)},                  // anything up to the largest
+      {static_cast<std::size_t>(larger),
+       rc::gen::map(uniform<std::size_t>(1, 9),
+                    [largest](std::size_t k) { return k * largest + (k % 2); })},
   });
 }
 

@@ -38,7 +38,8 @@ rc::Gen<CommandPtr> make_command_generator(const Model& model, const std::vector
 CommandKind kind_of(const Command& command);
 
 // The sizes memalloc, memallocmanaged and memhostalloc are asked for: 1, small and odd sizes,
-// powers of two and 2^k +- 1 up to `largest`, page multiples; shrinks towards 1.
-rc::Gen<std::size_t> allocation_sizes(std::size_t largest);
+// powers of two and 2^k +- 1 up to `largest`, page multiples, and with `now_and_then_larger`
+// sometimes up to 8 times `largest`; shrinks towards 1.
+rc::Gen<std::size_t> allocation_sizes(std::size_t largest, bool now_and_then_larger = false);
 
 }  // namespace emm::conformance::engine

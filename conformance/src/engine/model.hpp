@@ -47,8 +47,14 @@ struct ModelAllocation {
   // Its context was reset or closed since it was made: its memory may be gone, so nothing but
   // releasing its references is done with it any more (LIFE-8).
   bool orphaned = false;
+  // free() was called on it: its memory went back, so nothing but releasing its references is
+  // done with it any more (FIN-1).
+  bool freed = false;
   int references = 0;       // held now
   int references_made = 0;  // so far, for the names of new ones
+
+  // Its memory may still be used: neither orphaned nor freed.
+  bool usable() const noexcept { return !orphaned && !freed; }
 };
 
 struct ModelReference {
@@ -57,6 +63,8 @@ struct ModelReference {
   ReferenceKind kind = ReferenceKind::returned;
   std::size_t offset = 0;  // of its first byte inside the allocation
   std::size_t size = 0;
+  // A view, or a copy or own() of one: free() on it does nothing (spec 2.2).
+  bool through_view = false;
 };
 
 struct ModelGuard {

@@ -44,6 +44,7 @@ enum class CommandKind {
   mempin,           // mempin of a range of a harness buffer: unaligned, adjacent, re-pinned
   reference,        // a copy, own() or view(start, stop) of a held reference
   release,          // drop a held reference, here or on another thread
+  free,             // free() on a device allocation's pointer: its finalizer runs now
   verify,           // read back the pattern of a held allocation
   initialize,       // initialize() again
   reset,            // Context::reset() (plugin reset first)
@@ -54,10 +55,11 @@ enum class CommandKind {
   memory_info,      // get_memory_info()
   export_ipc,       // get_ipc_handle(reference), opened in another process
   interface_version,
-  probe_instance,  // a null-context instance built and destroyed (REG-2)
-  out_of_memory,   // a request no device can satisfy
-  fill,            // allocate large blocks until out of memory, release them, ask again
-  threads,         // many threads allocating and releasing at once
+  probe_instance,   // a null-context instance built and destroyed (REG-2)
+  out_of_memory,    // a request no device can satisfy
+  fill,             // allocate large blocks until out of memory, release them, ask again
+  threads,          // many threads allocating and releasing at once
+  reset_releasing,  // reset() while other threads drop the last references to device memory
 };
 
 struct Weighted {
@@ -72,6 +74,7 @@ struct Plan {
   int devices = 1;  // devices the sequences use (Property::devices)
   bool can_map_host_memory = true;
   bool pins_share_pages = false;  // Property::pins_share_pages
+  bool foreign_exports = false;   // Property::foreign_exports
 };
 
 // How a sequence starts.
@@ -120,6 +123,17 @@ struct Initialized {
   std::optional<MemoryInfo> info_after;   // and after `after`
 };
 
+// What an export_ipc command did.
+struct Exported {
+  const Allocation& allocation;  // what the exported memory belongs to
+  ModelReference reference;      // the reference exported, or the one a foreign pointer copies
+  std::string name;  // "m3_view2", or "a foreign MemoryPointer over m3_view2" (owner() itself)
+  std::shared_ptr<MemoryPointer> pointer;          // what get_ipc_handle() was given
+  const IpcHandle* handle = nullptr;               // what it returned; null: it threw
+  std::optional<std::vector<std::byte>> imported;  // what another process read through it
+  std::string import_error;                        // why that process read nothing
+};
+
 // What every command leaves for Property::step.
 struct StepInfo {
   CommandKind kind;
@@ -138,6 +152,9 @@ class Property {
   virtual int devices(int /*available*/) const { return 1; }
   // Whether its sequences pin ranges that share a page with a live pin (model.hpp).
   virtual bool pins_share_pages() const { return false; }
+  // Whether its sequences export "foreign" MemoryPointers over the plugin's memory (IPC-1:
+  // spec §7, as Numba exports arrays it did not allocate).
+  virtual bool foreign_exports() const { return false; }
   // The command whose calls a leak left after the final reset() is blamed on, when leaving them
   // out of the same sequence leaves no leak (LIFE-2: initialize()); nullopt: no such test.
   // torn_down() then gets the leak of the sequence without them (Session::leak_without()).
@@ -154,6 +171,8 @@ class Property {
                           const std::shared_ptr<MemoryPointer>&) const {}
   // A reference was dropped: `last` when it was the allocation's last.
   virtual void released(Session&, const Allocation&, bool /*last*/) const {}
+  // free() was called on the allocation's pointer (its references are still held).
+  virtual void freed(Session&, const Allocation&) const {}
   // An explicit initialize() returned; `before` and `after` were taken just around it. The
   // memory info figures read before and after those are there when the plugin declares
   // memory_info.
@@ -169,13 +188,9 @@ class Property {
   // get_memory_info() returned `info`, or threw (`info` empty; called inside the catch block).
   virtual void memory_info(Session&, int /*device*/, const std::optional<MemoryInfo>& /*info*/,
                            const Snapshot& /*now*/) const {}
-  // get_ipc_handle() of `reference` (held as `pointer`) returned `handle` (null: it threw;
-  // called inside the catch block); `imported` is what another process read through it.
-  virtual void exported(Session&, const Allocation&, const ModelReference&,
-                        const std::shared_ptr<MemoryPointer>& /*pointer*/,
-                        const IpcHandle* /*handle*/,
-                        const std::optional<std::vector<std::byte>>& /*imported*/,
-                        const std::string& /*import_error*/) const {}
+  // get_ipc_handle() was called (Exported says on what and what came of it; a handle that is
+  // null means it threw, and the hook is then called inside the catch block).
+  virtual void exported(Session&, const Exported&) const {}
   virtual void interface_version(Session&, int /*version*/) const {}
   virtual void probed(Session&, const ProbeReport&) const {}
   virtual void out_of_memory(Session&, const OutOfMemory&) const {}

@@ -329,7 +329,7 @@ const Allocation* Session::overlapping(const Allocation& self) const {
   const std::uintptr_t begin = self.address();
   const std::uintptr_t end = begin + std::max<std::size_t>(self.model.size, 1);
   for (const auto& [id, other] : allocations_) {
-    if (id == self.model.id || other.released || other.orphaned) continue;
+    if (id == self.model.id || other.released || other.orphaned || other.freed) continue;
     const std::uintptr_t other_begin = other.address();
     const std::uintptr_t other_end = other_begin + std::max<std::size_t>(other.model.size, 1);
     if (begin < other_end && other_begin < end) return &other;

@@ -86,6 +86,7 @@ struct Allocation {
   std::optional<AddressRange> block;  // the driver block holding it when it was made
   std::uint64_t seed = 0;             // of the pattern written into it
   bool orphaned = false;              // its context was reset or closed
+  bool freed = false;                 // free() was called on it
   bool released = false;              // its last reference is gone
   // What the returned object said of itself when it was made.
   std::size_t reported_size = 0;

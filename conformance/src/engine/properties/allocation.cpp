@@ -1,5 +1,8 @@
 // ALLOC (device memory) and FIN as properties of sequences: sizes, alignment, reuse safety,
 // out of memory, refct and finalizers, under any order of releases, views and threads.
+#include <optional>
+#include <set>
+
 #include "emm/host_only_memory_manager.hpp"
 #include "engine/properties/expectations.hpp"
 #include "engine/properties/registry.hpp"
@@ -79,10 +82,10 @@ class NoOverlap final : public Property {
   std::vector<Weighted> commands(const Plan&) const override {
     // No reset(): what is handed out after one is LIFE-6's to judge, and a plugin that cannot
     // allocate after reset() would fail here for LIFE-6's reason.
-    return {{CommandKind::memalloc, 6},    {CommandKind::release, 4},
-            {CommandKind::burst, 2},       {CommandKind::reference, 1},
-            {CommandKind::verify, 2},      {CommandKind::initialize, 1},
-            {CommandKind::enter_guard, 1}, {CommandKind::exit_guard, 1}};
+    return {
+        {CommandKind::memalloc, 6},    {CommandKind::release, 4},    {CommandKind::burst, 2},
+        {CommandKind::reference, 1},   {CommandKind::verify, 2},     {CommandKind::initialize, 1},
+        {CommandKind::enter_guard, 1}, {CommandKind::exit_guard, 1}, {CommandKind::free, 1}};
   }
   void allocated(Session& session, const Allocation& a) const override {
     if (memalloc_made(a)) expect_no_overlap(session, a, "ALLOC-2: live allocations never overlap");
@@ -101,8 +104,12 @@ class NoOverlap final : public Property {
 class OutOfMemoryRules final : public Property {
  public:
   std::vector<Weighted> commands(const Plan&) const override {
-    return {{CommandKind::memalloc, 3}, {CommandKind::release, 3}, {CommandKind::out_of_memory, 3},
-            {CommandKind::fill, 1},     {CommandKind::reset, 1},   {CommandKind::verify, 1}};
+    // Guards too: after a defer_cleanup scope ended, the plugin must again give back what it
+    // holds (a fill runs only outside scopes).
+    return {{CommandKind::memalloc, 3},      {CommandKind::release, 3},
+            {CommandKind::out_of_memory, 3}, {CommandKind::fill, 2},
+            {CommandKind::reset, 1},         {CommandKind::verify, 1},
+            {CommandKind::enter_guard, 1},   {CommandKind::exit_guard, 1}};
   }
   void out_of_memory(Session& session, const OutOfMemory& report) const override {
     if (!report.other.empty()) {
@@ -157,7 +164,7 @@ class RefcountAtRest final : public Property {
                  str("assert ", a.name, ".refct >= 1"));
   }
   void released(Session& session, const Allocation& a, bool last) const override {
-    if (last || !memalloc_made(a) || a.orphaned) return;
+    if (last || !memalloc_made(a) || a.orphaned || a.freed) return;
     expect_not_finalized(session, a, "other references to it are held");
   }
   void verified(Session& session, const Allocation& a, const std::string& damage) const override {
@@ -171,7 +178,10 @@ class RefcountAtRest final : public Property {
 class ConcurrentAllocation final : public Property {
  public:
   std::vector<Weighted> commands(const Plan&) const override {
-    return {{CommandKind::threads, 3}, {CommandKind::memalloc, 2}, {CommandKind::release, 2}};
+    return {{CommandKind::threads, 3},
+            {CommandKind::memalloc, 2},
+            {CommandKind::release, 2},
+            {CommandKind::reset_releasing, 1}};
   }
   void threads(Session& session, const ThreadReport& report) const override {
     if (!report.failure.empty()) {
@@ -209,10 +219,10 @@ class Alignment256 final : public Property {
 class FinalizerExactlyOnce final : public Property {
  public:
   std::vector<Weighted> commands(const Plan& plan) const override {
-    std::vector<Weighted> mix{{CommandKind::memalloc, 4},   {CommandKind::reference, 4},
-                              {CommandKind::release, 5},    {CommandKind::verify, 1},
-                              {CommandKind::burst, 1},      {CommandKind::enter_guard, 1},
-                              {CommandKind::exit_guard, 1}, {CommandKind::reset, 1}};
+    std::vector<Weighted> mix{
+        {CommandKind::memalloc, 4},   {CommandKind::reference, 4}, {CommandKind::release, 5},
+        {CommandKind::verify, 1},     {CommandKind::burst, 1},     {CommandKind::enter_guard, 1},
+        {CommandKind::exit_guard, 1}, {CommandKind::reset, 1},     {CommandKind::free, 2}};
     if (plan.capabilities.host_only_derived) mix.push_back({CommandKind::flush, 1});
     return mix;
   }
@@ -225,9 +235,15 @@ class FinalizerExactlyOnce final : public Property {
     if (!memalloc_made(a)) return;
     if (last) {
       expect_finalized(session, a);
-    } else if (!a.orphaned) {
+    } else if (!a.orphaned && !a.freed) {
       expect_not_finalized(session, a, "other references to it are held");
     }
+  }
+  void freed(Session& session, const Allocation& a) const override {
+    if (!memalloc_made(a) || Session::finalized(a)) return;
+    session.fail(str("expected free() to run the finalizer of ", a.name,
+                     " at once (spec 2.2: at the first free() or the last release, whichever is "
+                     "first); seen: it has not run"));
   }
   void step(Session& session, const StepInfo& info) const override {
     if (info.kind != CommandKind::reset) {
@@ -248,49 +264,74 @@ class FinalizerExactlyOnce final : public Property {
 class FreesOnlyItsAllocation final : public Property {
  public:
   std::vector<Weighted> commands(const Plan& plan) const override {
-    std::vector<Weighted> mix{{CommandKind::memalloc, 4},
-                              {CommandKind::release, 4},
-                              {CommandKind::burst, 1},
-                              {CommandKind::reference, 1},
-                              {CommandKind::verify, 1}};
+    std::vector<Weighted> mix{{CommandKind::memalloc, 4}, {CommandKind::release, 4},
+                              {CommandKind::burst, 1},    {CommandKind::reference, 1},
+                              {CommandKind::verify, 1},   {CommandKind::free, 1}};
     if (plan.capabilities.host_only_derived) mix.push_back({CommandKind::flush, 2});
     return mix;
   }
   void released(Session& session, const Allocation& a, bool last) const override {
     if (!last || !memalloc_made(a) || a.orphaned) return;
+    session.state<Dropped>().what.push_back(str("dropping the last reference to ", a.name));
+  }
+  void freed(Session& session, const Allocation& a) const override {
+    if (memalloc_made(a)) session.state<Dropped>().what.push_back(str(a.name, "->free()"));
+  }
+  // Judged once per command rather than per release: a burst drops thousands of allocations in
+  // one call, and reading every live allocation after each would take quadratic time.
+  void step(Session& session, const StepInfo&) const override { expect_others_intact(session); }
+  void settled(Session& session) const override { expect_others_intact(session); }
+  void flushed(Session& session, int, const Snapshot&) const override { confirm_frees(session); }
+
+ private:
+  // What the current command freed, in order: "dropping the last reference to m3", "m4->free()".
+  struct Dropped {
+    std::vector<std::string> what;
+  };
+
+  static void expect_others_intact(Session& session) {
+    std::vector<std::string>& dropped = session.state<Dropped>().what;
+    if (dropped.empty()) return;
+    const std::string what =
+        dropped.size() == 1
+            ? dropped.front()
+            : str(dropped.front(), " (and ", dropped.size() - 1, " more frees in this call)");
+    dropped.clear();
     for (const auto& [id, other] : session.allocations()) {
       if (!live(other) || !memalloc_made(other)) continue;
       const std::string damage = session.pattern_damage(other);
       if (!damage.empty()) {
-        session.fail(str("expected dropping the last reference to ", a.name,
+        session.fail(str("expected ", what,
                          " to free that allocation and no other; seen: the live ", other.name,
                          " was damaged: ", damage));
       }
     }
     if (!session.capabilities().host_only_derived) confirm_frees(session);
   }
-  void flushed(Session& session, int, const Snapshot&) const override { confirm_frees(session); }
 
- private:
   // no_caching: every released allocation that was a whole driver block of its own is no longer
   // allocated once a flush point passed outside defer_cleanup.
   static void confirm_frees(Session& session) {
     if (!session.capabilities().no_caching || !session.guards().empty()) return;
+    std::optional<std::set<CUdeviceptr>> live_blocks;  // made on first need
     for (const auto& [id, released] : session.allocations()) {
-      if (!released.released || released.orphaned || released.free_confirmed ||
+      if (!(released.released || released.freed) || released.orphaned || released.free_confirmed ||
           !memalloc_made(released) || !released.block ||
           released.block->base != released.device_pointer ||
           released.block->size != released.model.size) {
         continue;
       }
+      session.allocation(id).free_confirmed = true;
       const std::optional<AddressRange> now =
           session.backend().driver_block(released.device_pointer);
-      const bool reused = std::any_of(session.allocations().begin(), session.allocations().end(),
-                                      [&](const auto& entry) {
-                                        return live(entry.second) && entry.second.block &&
-                                               entry.second.block->base == released.device_pointer;
-                                      });
-      if (now && now->base == released.device_pointer && !reused) {
+      if (!now || now->base != released.device_pointer) continue;
+      if (!live_blocks) {
+        live_blocks.emplace();
+        for (const auto& [other_id, other] : session.allocations()) {
+          if (live(other) && other.block) live_blocks->insert(other.block->base);
+        }
+      }
+      if (live_blocks->count(released.device_pointer) == 0) {
         session.fail(str("expected dropping the last reference to ", released.name,
                          " to free that allocation and no other by the flush point (the plugin "
                          "declares no_caching); seen: its driver allocation at ",
@@ -298,7 +339,6 @@ class FreesOnlyItsAllocation final : public Property {
                          " is still allocated (declare no_caching=false if the plugin keeps "
                          "freed memory)"));
       }
-      session.allocation(id).free_confirmed = true;
     }
   }
 };

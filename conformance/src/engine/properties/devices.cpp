@@ -137,11 +137,11 @@ class StagedIpcAcrossDevices final : public TwoDevices {
             {CommandKind::export_ipc, 4},
             {CommandKind::release, 2}};
   }
-  void exported(Session& session, const Allocation& a, const ModelReference& reference,
-                const std::shared_ptr<MemoryPointer>& pointer, const IpcHandle* handle,
-                const std::optional<std::vector<std::byte>>& imported,
-                const std::string& import_error) const override {
-    const std::string name = reference_name(a.model, reference);
+  void exported(Session& session, const Exported& e) const override {
+    const Allocation& a = e.allocation;
+    const std::shared_ptr<MemoryPointer>& pointer = e.pointer;
+    const IpcHandle* handle = e.handle;
+    const std::string& name = e.name;
     if (handle == nullptr)
       session.fail_thrown(str("get_ipc_handle(", name, ") to return a handle"));
     const DeviceIdentity identity = session.context(a.model.device).device_identity();
@@ -156,11 +156,12 @@ class StagedIpcAcrossDevices final : public TwoDevices {
       session.fail(str("expected get_ipc_handle(", name, ").offset() to be ",
                        pointer->device_pointer() - block->base, "; seen: ", handle->offset()));
     }
-    if (!imported) {
+    if (!e.imported) {
       session.fail(str("expected another process to open the handle of ", name,
-                       " on its source device and read it; seen: ", import_error));
+                       " on its source device and read it; seen: ", e.import_error));
     }
-    const std::string wrong = compare_imported(a, reference.offset, reference.size, *imported);
+    const std::string wrong =
+        compare_imported(a, e.reference.offset, e.reference.size, *e.imported);
     if (!wrong.empty()) {
       session.fail(str("expected another process to read through the handle of ", name,
                        " exactly the bytes of the view; seen: ", wrong));

@@ -15,9 +15,10 @@ namespace emm::conformance::engine::properties {
 inline constexpr std::size_t KiB = 1024;
 inline constexpr std::size_t MiB = 1024 * KiB;
 
-// Held by the caller and its memory still valid: not released, not orphaned by a reset.
+// Held by the caller and its memory still valid: not released, not orphaned by a reset, not
+// freed by free().
 inline bool live(const Allocation& allocation) {
-  return !allocation.released && !allocation.orphaned;
+  return !allocation.released && !allocation.orphaned && !allocation.freed;
 }
 
 // "m3 = [0x7f00, 0x7f20)".

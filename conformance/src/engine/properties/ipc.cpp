@@ -20,11 +20,12 @@ HandleBytes bytes_of(const CUipcMemHandle& handle) {
 
 // Every field of the handle against the view, the driver block it lies in and the exporting
 // context; then what the other process read.
-void expect_handle(Session& session, const Allocation& a, const ModelReference& reference,
-                   const std::shared_ptr<MemoryPointer>& pointer, const IpcHandle* handle,
-                   const std::optional<std::vector<std::byte>>& imported,
-                   const std::string& import_error, std::string_view name) {
-  const std::string call = handle_call(std::string(name));
+void expect_handle(Session& session, const Exported& e) {
+  const Allocation& a = e.allocation;
+  const std::shared_ptr<MemoryPointer>& pointer = e.pointer;
+  const IpcHandle* handle = e.handle;
+  const std::string& name = e.name;
+  const std::string call = handle_call(name);
   if (handle == nullptr) {
     session.fail_thrown(str(call, " to return a handle (the plugin declares ipc)"));
   }
@@ -41,7 +42,9 @@ void expect_handle(Session& session, const Allocation& a, const ModelReference& 
   if (handle->offset() != view - block->base) {
     session.fail(str("expected ", call, ".offset() to be ", view - block->base, " = view pointer ",
                      hex(view), " - base ", hex(block->base),
-                     " of the block the driver handle refers to; seen: ", handle->offset()));
+                     " of the block the driver handle refers to; seen: ", handle->offset(),
+                     " (take the offset from the driver block: an offset from the memory's owner()"
+                     " or from a pool's own bookkeeping is wrong for foreign views)"));
   }
   if (bytes_of(handle->handle()) != bytes_of(session.driver().ipc_get_mem_handle(block->base))) {
     session.fail(str("expected ", call, " to carry the driver's handle of the block [",
@@ -53,18 +56,21 @@ void expect_handle(Session& session, const Allocation& a, const ModelReference& 
   if (!base || base->device_pointer() > view ||
       base->device_pointer() + base->size() < view + pointer->size()) {
     session.fail(str("expected ", call, ".base() to reference the exported memory; seen: ",
-                     base ? "memory not holding the view" : "null"));
+                     base ? "memory not holding the view" : "null",
+                     " (pass `memory` as the base: it keeps the memory alive while the handle "
+                     "lives)"));
   }
   const DeviceIdentity identity = session.context(a.model.device).device_identity();
   if (!handle->source_info() || !(*handle->source_info() == identity)) {
     session.fail(str("expected ", call, ".source_info() to be device ", a.model.device,
-                     "'s identity; seen: ", handle->source_info() ? "another device's" : "none"));
+                     "'s identity; seen: ", handle->source_info() ? "another device's" : "none",
+                     " (the importer needs it to choose between a direct and a staged open)"));
   }
-  if (!imported) {
-    session.fail(
-        str("expected another process to open ", call, " and read the view; seen: ", import_error));
+  if (!e.imported) {
+    session.fail(str("expected another process to open ", call,
+                     " and read the view; seen: ", e.import_error));
   }
-  const std::string wrong = compare_imported(a, reference.offset, reference.size, *imported);
+  const std::string wrong = compare_imported(a, e.reference.offset, e.reference.size, *e.imported);
   if (!wrong.empty()) {
     session.fail(str("expected another process to read through ", call,
                      " exactly the bytes of the view; seen: ", wrong));
@@ -76,19 +82,14 @@ void expect_handle(Session& session, const Allocation& a, const ModelReference& 
 // driver handle, base, source_info, and another process reads exactly the view's bytes.
 class OffsetsEndToEnd final : public Property {
  public:
+  bool foreign_exports() const override { return true; }
   std::vector<Weighted> commands(const Plan&) const override {
     return {{CommandKind::memalloc, 4},
             {CommandKind::reference, 3},
             {CommandKind::export_ipc, 4},
             {CommandKind::release, 3}};
   }
-  void exported(Session& session, const Allocation& a, const ModelReference& reference,
-                const std::shared_ptr<MemoryPointer>& pointer, const IpcHandle* handle,
-                const std::optional<std::vector<std::byte>>& imported,
-                const std::string& import_error) const override {
-    expect_handle(session, a, reference, pointer, handle, imported, import_error,
-                  reference_name(a.model, reference));
-  }
+  void exported(Session& session, const Exported& e) const override { expect_handle(session, e); }
 };
 
 // IPC-2: handles of allocations that share a driver block carry that block's handle and offsets
@@ -101,14 +102,12 @@ class PoolSubAllocations final : public Property {
             {CommandKind::release, 2},
             {CommandKind::reference, 1}};
   }
-  void exported(Session& session, const Allocation& a, const ModelReference& reference,
-                const std::shared_ptr<MemoryPointer>& pointer, const IpcHandle* handle,
-                const std::optional<std::vector<std::byte>>& imported,
-                const std::string& import_error) const override {
-    const std::string name = reference_name(a.model, reference);
-    expect_handle(session, a, reference, pointer, handle, imported, import_error, name);
+  void exported(Session& session, const Exported& e) const override {
+    expect_handle(session, e);
+    const std::string& name = e.name;
+    const IpcHandle* handle = e.handle;
     Exports& exports = session.state<Exports>();
-    const CUdeviceptr view = pointer->device_pointer();
+    const CUdeviceptr view = e.pointer->device_pointer();
     for (const Export& earlier : exports.made) {
       const Allocation& other = session.allocation(earlier.allocation);
       if (!live(other) || earlier.pointer == view) continue;
@@ -122,7 +121,8 @@ class PoolSubAllocations final : public Property {
                 hex(earlier.pointer)));
       }
     }
-    exports.made.push_back({a.model.id, name, view, handle->offset(), bytes_of(handle->handle())});
+    exports.made.push_back(
+        {e.allocation.model.id, name, view, handle->offset(), bytes_of(handle->handle())});
   }
 
  private:
@@ -149,10 +149,8 @@ class UndeclaredIpcThrows final : public Property {
             {CommandKind::reference, 1},
             {CommandKind::release, 2}};
   }
-  void exported(Session& session, const Allocation&, const ModelReference&,
-                const std::shared_ptr<MemoryPointer>&, const IpcHandle* handle,
-                const std::optional<std::vector<std::byte>>&, const std::string&) const override {
-    if (handle != nullptr) {
+  void exported(Session& session, const Exported& e) const override {
+    if (const IpcHandle* handle = e.handle) {
       session.fail(
           str("expected get_ipc_handle() to throw emm::NotImplementedError (the plugin "
               "declares ipc=false); seen: it returned a handle of size ",

@@ -179,9 +179,12 @@ class ResetFirst final : public BareStart {
 class UsableAfterReset final : public Property {
  public:
   std::vector<Weighted> commands(const Plan&) const override {
+    // Guards too: a reset() inside a defer_cleanup scope must leave the plugin usable once the
+    // scope ends (blocks released in the scope belong to the memory reset() freed).
     return {{CommandKind::memalloc, 4},     {CommandKind::reset, 3},  {CommandKind::release, 3},
             {CommandKind::initialize, 1},   {CommandKind::verify, 2}, {CommandKind::reference, 1},
-            {CommandKind::memhostalloc, 1}, {CommandKind::mempin, 1}};
+            {CommandKind::memhostalloc, 1}, {CommandKind::mempin, 1}, {CommandKind::enter_guard, 1},
+            {CommandKind::exit_guard, 1},   {CommandKind::burst, 1}};
   }
   void allocated(Session& session, const Allocation& allocation) const override {
     expect_intact(session, allocation, "right after it was made");
@@ -233,6 +236,9 @@ class LateFinalizers final : public Property {
         {CommandKind::memalloc, 4}, {CommandKind::release, 4},     {CommandKind::reset, 3},
         {CommandKind::close, 2},    {CommandKind::reference, 2},   {CommandKind::memhostalloc, 2},
         {CommandKind::mempin, 1},   {CommandKind::enter_guard, 1}, {CommandKind::exit_guard, 1}};
+    // Finalizers racing reset() on other threads, as a garbage collector runs them; only for a
+    // plugin that says it can be called from many threads.
+    if (plan.capabilities.thread_safe) mix.push_back({CommandKind::reset_releasing, 2});
     if (plan.capabilities.managed_memory) mix.push_back({CommandKind::memallocmanaged, 1});
     return mix;
   }
@@ -244,6 +250,10 @@ class LateFinalizers final : public Property {
     expect_no_ignored_exceptions(session, str("when ", allocation.name,
                                               " is released after its context was reset or "
                                               "closed"));
+    // A late finalizer frees nothing that is not its own: what was allocated since (perhaps at
+    // the same address) is intact.
+    expect_all_intact(
+        session, str("after ", allocation.name, ", made before reset() or close(), was released"));
   }
   void step(Session& session, const StepInfo& info) const override {
     if (info.kind == CommandKind::release || info.kind == CommandKind::reset ||
@@ -254,6 +264,18 @@ class LateFinalizers final : public Property {
   }
   void torn_down(Session& session, const Snapshot& at_rest) const override {
     expect_no_invalid_frees(session, at_rest, "at the final reset()");
+  }
+  void threads(Session& session, const ThreadReport& report) const override {
+    if (!report.failure.empty()) {
+      session.fail(
+          str("expected reset() to return while ", report.threads,
+              " threads released the last references to its memory; seen: ", report.failure));
+    }
+    expect_no_ignored_exceptions(session,
+                                 "when references are released on other threads while "
+                                 "reset() runs");
+    expect_no_invalid_frees(session, report.before,
+                            "when references are released on other threads while reset() runs");
   }
 };
 

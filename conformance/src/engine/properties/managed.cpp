@@ -113,7 +113,7 @@ class FreedOnceAfterLastReference final : public Property {
     if (!managed_made(a) || a.orphaned) return;
     if (last) {
       expect_finalized(session, a);
-    } else {
+    } else if (!a.freed) {
       expect_not_finalized(session, a, "other references to it are held");
     }
   }
