@@ -2,10 +2,12 @@
 # (EmmConformance.cmake): runs emm-certify on one backend, writes the reports and turns the
 # result into a CTest outcome.
 # Inputs (-D): EMM_CERTIFY EMM_PLUGIN EMM_BACKEND (fake|gpu) EMM_REPORT_BASE (path without
-#              extension) EMM_EXTRA_ARGS ('|'-separated, may be empty)
-# Outcome: exit 0 when emm-certify exits 0; a failure (exit 1) with emm-certify's status
-# explained otherwise; on the gpu backend, a line starting with the skip marker (the test's
-# SKIP_REGULAR_EXPRESSION) when the machine has no usable GPU, unless EMMKIT_REQUIRE_GPU is set.
+#              extension) EMM_EXTRA_ARGS ('|'-separated, may be empty) EMM_THREAD_SANITIZER (ON:
+#              EMM_PLUGIN is the plugin's ThreadSanitizer build, certified on ALLOC-10 and LIFE-8)
+# Outcome: exit 0 when emm-certify exits 0 (with EMM_THREAD_SANITIZER: 3, PARTIAL, both clauses
+# passed); a failure (exit 1) with emm-certify's status explained otherwise; on the gpu backend,
+# a line starting with the skip marker (the test's SKIP_REGULAR_EXPRESSION) when the machine has
+# no usable GPU, unless EMMKIT_REQUIRE_GPU is set.
 cmake_minimum_required(VERSION 3.25)
 
 foreach(_required EMM_CERTIFY EMM_PLUGIN EMM_BACKEND EMM_REPORT_BASE)
@@ -28,7 +30,12 @@ if(NOT "${EMM_EXTRA_ARGS}" STREQUAL "")
 endif()
 # The fake machine gets two devices unless ARGS says otherwise, so that the DEV clauses run
 # (with one device they are not_supported, with a note).
-if(EMM_BACKEND STREQUAL "fake" AND NOT "--devices" IN_LIST _extra)
+if(EMM_THREAD_SANITIZER)
+  # The clauses whose threads meet inside the plugin (runs_threads(), check_registry.hpp);
+  # emm-certify runs the instrumented library with ThreadSanitizer's runtime, and a race it
+  # reports fails the clause that ran.
+  list(PREPEND _extra --only ALLOC-10,LIFE-8)
+elseif(EMM_BACKEND STREQUAL "fake" AND NOT "--devices" IN_LIST _extra)
   list(PREPEND _extra --devices 2)
 endif()
 
@@ -45,6 +52,12 @@ message("${_output}")
 
 if(_status STREQUAL "0")
   message("emm_add_certification_test: CERTIFIED on the ${EMM_BACKEND} backend; reports: "
+          "${EMM_REPORT_BASE}.{xml,json,md,html}")
+  return()
+endif()
+if(EMM_THREAD_SANITIZER AND _status STREQUAL "3")
+  message("emm_add_certification_test: ALLOC-10 and LIFE-8 passed under ThreadSanitizer: no "
+          "race was reported while their threads allocated and released; reports: "
           "${EMM_REPORT_BASE}.{xml,json,md,html}")
   return()
 endif()
@@ -79,7 +92,14 @@ if(EMM_BACKEND STREQUAL "gpu" AND _ran STREQUAL "OFF")
   return()
 endif()
 
-if(_status STREQUAL "1")
+if(EMM_THREAD_SANITIZER AND _status STREQUAL "1")
+  string(CONCAT _meaning "a clause failed on the ThreadSanitizer build of the plugin (a data race "
+               "ThreadSanitizer reported, with both stacks, or what the clause saw itself: see "
+               "emm-certify's message above)")
+elseif(EMM_THREAD_SANITIZER AND _status STREQUAL "2")
+  string(CONCAT _meaning "the ThreadSanitizer build of the plugin could not be loaded (is the "
+               "ThreadSanitizer runtime it names installed? see emm-certify's message above)")
+elseif(_status STREQUAL "1")
   string(CONCAT _meaning "NOT CERTIFIED: a MUST clause failed, crashed or timed out, or the backend did "
                "not run")
   if(_ran STREQUAL "OFF")
@@ -97,4 +117,7 @@ endif()
 # One unwrapped line (CI logs and CTest's PASS/FAIL expressions read it), then the failure.
 message("emm_add_certification_test: emm-certify exited with status ${_status} on the "
         "${EMM_BACKEND} backend: ${_meaning}. Reports: ${EMM_REPORT_BASE}.{xml,json,md,html}")
+if(EMM_THREAD_SANITIZER)
+  message(FATAL_ERROR "emm_add_certification_test: not passed under ThreadSanitizer")
+endif()
 message(FATAL_ERROR "emm_add_certification_test: not certified on the ${EMM_BACKEND} backend")

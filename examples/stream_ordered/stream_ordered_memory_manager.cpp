@@ -74,9 +74,17 @@ std::shared_ptr<MemoryPointer> StreamOrderedMemoryManager::memalloc(std::size_t 
   Driver& d = driver();
   // A failure flushes the queued frees and retries once, as the default manager does.
   const CUdeviceptr pointer = attempt_allocation([&] {
-    const CUdeviceptr p = d.mem_alloc_from_pool_async(size, r.pool, r.stream);
-    d.stream_synchronize(r.stream);  // the EMM interface is synchronous
-    return p;
+    try {
+      const CUdeviceptr p = d.mem_alloc_from_pool_async(size, r.pool, r.stream);
+      d.stream_synchronize(r.stream);  // the EMM interface is synchronous
+      return p;
+    } catch (const CudaDriverError& error) {
+      // A refused request can leave the pool holding memory it reserved for it (64 MiB on an
+      // H100): give back what no allocation uses, so that the refusal costs nothing (ALLOC-3)
+      // and the retry after the flush finds what the pool held.
+      if (error.code() == CUDA_ERROR_OUT_OF_MEMORY) d.mem_pool_trim_to(r.pool, 0);
+      throw;
+    }
   });
   const auto key = static_cast<std::uintptr_t>(pointer);
   auto release = [&d, pointer, stream = r.stream] {

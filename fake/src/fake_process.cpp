@@ -12,6 +12,7 @@
 #include <iterator>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "emm/errors.hpp"
@@ -44,7 +45,39 @@ FakeDriver::Process::Process(fake_detail::SystemState& system_state)
       context_live(system_state.devices.size(), false),
       context_was_live(system_state.devices.size(), false) {}
 
+namespace {
+
+// The calls FakeDriver::yield_in_calls() yields in: those a plugin makes from inside its own
+// bookkeeping (allocating, freeing, pinning, exporting, pools, streams, memory queries). Not
+// the current-context calls the host makes around every plugin call (emm::Context checks the
+// current context on each memalloc), nor copies and memsets (the checks' own reads and
+// writes), nor device queries: there a yield costs a system call and puts no thread inside a
+// plugin.
+bool yields_in(DriverCall call) noexcept {
+  switch (call) {
+    case DriverCall::cuDriverGetVersion:
+    case DriverCall::cuDeviceGetCount:
+    case DriverCall::cuDeviceGetAttribute:
+    case DriverCall::cuDeviceGetName:
+    case DriverCall::cuDeviceCanAccessPeer:
+    case DriverCall::cuCtxGetCurrent:
+    case DriverCall::cuCtxSetCurrent:
+    case DriverCall::cuCtxGetDevice:
+    case DriverCall::cuMemcpyHtoD:
+    case DriverCall::cuMemcpyDtoH:
+    case DriverCall::cuMemcpyDtoD:
+    case DriverCall::cuMemsetD8:
+      return false;
+    default:
+      return true;
+  }
+}
+
+}  // namespace
+
 std::unique_lock<std::mutex> FakeDriver::Process::enter(DriverCall call) {
+  // Before the lock: a thread that called from inside a plugin gives way while still inside it.
+  if (yield_in_calls.load(std::memory_order_relaxed) && yields_in(call)) std::this_thread::yield();
   std::unique_lock lock(system.mutex);
   ++calls[static_cast<std::size_t>(call)];
   std::optional<CUresult> injected;
@@ -291,6 +324,12 @@ void FakeDriver::fail_call(DriverCall call, CUresult result, std::size_t nth, st
 void FakeDriver::clear_faults() {
   std::lock_guard lock(process_->system.mutex);
   process_->faults.clear();
+}
+
+// --- scheduling ----------------------------------------------------------------------------------
+
+void FakeDriver::yield_in_calls(bool on) noexcept {
+  process_->yield_in_calls.store(on, std::memory_order_relaxed);
 }
 
 }  // namespace emm

@@ -13,11 +13,12 @@
 //   fake_pools.cpp          the stream-ordered allocator
 // The state the processes of one system share is fake_system_state.hpp.
 //
-// Thread-safety: every member is guarded by the system's mutex (system.mutex); enter() takes
-// it, and the helpers expect the caller to hold it.
+// Thread-safety: every member but the atomic yield_in_calls is guarded by the system's mutex
+// (system.mutex); enter() takes it, and the helpers expect the caller to hold it.
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -191,6 +192,8 @@ struct FakeDriver::Process {
   std::vector<Fault> faults;
   std::size_t invalid_frees = 0;
   std::size_t invalid_accesses = 0;
+  // FakeDriver::yield_in_calls(): read by enter() before it locks, so not guarded by the mutex.
+  std::atomic<bool> yield_in_calls{false};
 };
 
 }  // namespace emm

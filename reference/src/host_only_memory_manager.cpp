@@ -63,6 +63,22 @@ Finalizer HostOnlyCUDAMemoryManager::deferred_finalizer(std::uintptr_t key,
   };
 }
 
+namespace {
+
+// free(), unless the finalizer has run (here or on another thread, even between the check and
+// the call).
+template <class Memory>
+void free_unless_finalized(Memory& memory) {
+  if (!memory.finalizer_alive()) return;
+  try {
+    memory.free();
+  } catch (const PointerLifetimeError&) {
+    // Finalized by another thread after the check: what free() would have done is done.
+  }
+}
+
+}  // namespace
+
 void HostOnlyCUDAMemoryManager::release_all() {
   std::vector<std::shared_ptr<MemoryPointer>> pointers;
   std::vector<std::shared_ptr<PinnedMemory>> pinned;
@@ -74,13 +90,11 @@ void HostOnlyCUDAMemoryManager::release_all() {
     }
     state_->allocations.clear();
   }
-  // Run the finalizers outside the lock: they queue (or unpin) through the state.
-  for (auto& p : pointers) {
-    if (p->finalizer_alive()) p->free();
-  }
-  for (auto& p : pinned) {
-    if (p->finalizer_alive()) p->free();
-  }
+  // Run the finalizers outside the lock: they queue (or unpin) through the state. Another thread
+  // may run one meanwhile (a MappedMemory's last OwnedPointer dropped: refct 0 frees it while we
+  // hold the pointer), so free() finding it already run is not an error here.
+  for (auto& p : pointers) free_unless_finalized(*p);
+  for (auto& p : pinned) free_unless_finalized(*p);
   state_->deallocations.clear();
 }
 

@@ -196,7 +196,8 @@ TEST(Diagnoses, IpcHandleWithoutSourceInfoSaysWhatItIsFor) {
             "context().get_ipc_handle(std::make_shared<emm::MemoryPointer>(m1->context(), "
             "m1->device_pointer(), m1->size()));  // opened in another process): expected "
             "get_ipc_handle(a foreign MemoryPointer over m1).source_info() to be device 0's "
-            "identity; seen: none (the importer needs it to choose between a direct and a staged "
+            "identity PCI 0:1:0; seen: none (the importer needs it to choose between a direct and "
+            "a staged "
             "open)");
 }
 

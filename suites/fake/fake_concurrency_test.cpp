@@ -17,8 +17,11 @@ namespace {
 constexpr int kThreads = 8;
 constexpr int kOperationsPerThread = 1500;
 
-TEST(FakeConcurrency, EightThreadsAllocateWriteReadAndFree) {
+// With `yield_in_calls`, every call first yields the calling thread (FakeDriver::yield_in_calls,
+// ALLOC-10's interleaving): the same results, only more interleaved.
+void eight_threads_allocate_write_read_and_free(bool yield_in_calls) {
   auto driver = std::make_shared<FakeDriver>();
+  driver->yield_in_calls(yield_in_calls);
   CUcontext context = driver->primary_ctx_retain(0);
   std::mutex live_mutex;
   std::map<CUdeviceptr, std::size_t> live;  // every live allocation of every thread
@@ -79,6 +82,14 @@ TEST(FakeConcurrency, EightThreadsAllocateWriteReadAndFree) {
   EXPECT_EQ(driver->system()->bytes_in_use(0), 0U);
   EXPECT_EQ(driver->invalid_frees(), 0U);
   EXPECT_EQ(driver->call_count(DriverCall::cuMemAlloc), driver->call_count(DriverCall::cuMemFree));
+}
+
+TEST(FakeConcurrency, EightThreadsAllocateWriteReadAndFree) {
+  eight_threads_allocate_write_read_and_free(false);
+}
+
+TEST(FakeConcurrency, EightThreadsAllocateWriteReadAndFreeYieldingInCalls) {
+  eight_threads_allocate_write_read_and_free(true);
 }
 
 TEST(FakeConcurrency, ProcessesExportAndImportConcurrently) {

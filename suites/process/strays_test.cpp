@@ -153,8 +153,8 @@ TEST(Strays, NoPipeLandsOnDescriptorsZeroToTwoWhenTheParentStartsWithThemClosed)
     std::string standard;
     for (int fd = 0; fd <= 2; ++fd) {
       std::error_code error;
+      standard += ' ';
       standard +=
-          " " +
           std::filesystem::read_symlink("/proc/self/fd/" + std::to_string(fd), error).string();
     }
     return end + "; output " + child.output().text() + "; frame " + frame.value_or(problem) +

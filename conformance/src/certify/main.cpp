@@ -4,5 +4,6 @@
 #include "emm/conformance/certify.hpp"
 
 int main(int argc, char** argv) {
+  emm::conformance::restart_for_thread_sanitizer(argc, argv);  // a plugin built with TSan
   return emm::conformance::certify_main(argc, argv, std::cout, std::cerr);
 }

@@ -52,9 +52,11 @@ bool imports_in_another_process(const Clause& clause) noexcept {
 }
 
 bool runs_threads(const Clause& clause) noexcept {
-  // alloc_checks.cpp's ALLOC-10 body and its property (ConcurrentAllocation, the only one whose
-  // commands include CommandKind::threads).
-  return plugin_clause(clause.id) == PluginClause::ALLOC_10;
+  // The properties whose commands run threads at once (engine/commands.cpp): ALLOC-10's
+  // `threads` (and its fixed scenario), and `reset_releasing` (reset() while other threads drop
+  // references) of ALLOC-10 and LIFE-8.
+  const std::optional<PluginClause> key = plugin_clause(clause.id);
+  return key == PluginClause::ALLOC_10 || key == PluginClause::LIFE_8;
 }
 
 }  // namespace emm::conformance

@@ -20,7 +20,7 @@ namespace engine {
 namespace {
 
 // The longest sequence RapidCheck generates (its "size"; sequences grow to it over the budget).
-constexpr int kMaxLength = 30;
+constexpr int kMaxLength = 60;
 // Shrinking stops after this many tries or this long, keeping the shortest failure found so far
 // (a clause's time bound is the caller's: emm-certify's --timeout-s, 60 s by default).
 constexpr int kMaxShrinkRuns = 1500;
@@ -84,13 +84,13 @@ class Unjudged final : public Property {
 };
 
 // The device memory `commands` leave allocated after the final reset() with every command of
-// `left_out` dropped; nullopt when that replay itself fails.
+// `left_out` dropped (none: the whole sequence again); nullopt when that replay itself fails.
 std::optional<std::size_t> leak_without(ClauseRun& run, const Model& initial,
                                         const std::vector<CommandPtr>& commands,
-                                        CommandKind left_out) {
+                                        std::optional<CommandKind> left_out) {
   std::vector<CommandPtr> kept;
   for (const CommandPtr& command : commands) {
-    if (kind_of(*command) != left_out) kept.push_back(command);
+    if (!left_out || kind_of(*command) != *left_out) kept.push_back(command);
   }
   static const Unjudged unjudged;
   Trace trace;
@@ -284,11 +284,9 @@ void explore(ClauseRun& run, const Property& property) {
     try {
       const auto commands = *rc::state::gen::commands(
           initial, [&](const Model& model) { return make_command_generator(model, mix, plan); });
-      if (property.leaks_blamed_on()) {
-        session->set_replay([&run, &initial, commands](CommandKind left_out) {
-          return leak_without(run, initial, commands, left_out);
-        });
-      }
+      session->set_replay([&run, &initial, commands](std::optional<CommandKind> left_out) {
+        return leak_without(run, initial, commands, left_out);
+      });
       rc::state::runAll(commands, initial, *session);
       session->finish();
       session.reset();

@@ -290,6 +290,11 @@ std::optional<std::size_t> Session::leak_without(CommandKind kind) {
   return replay_(kind);
 }
 
+std::optional<std::size_t> Session::leak_on_replay() {
+  if (!replay_) return std::nullopt;
+  return replay_(std::nullopt);
+}
+
 std::string Session::after_lifecycle(int device) const {
   const auto found = lifecycle_.find(device);
   if (found == lifecycle_.end()) return "";

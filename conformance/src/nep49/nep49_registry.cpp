@@ -4,17 +4,20 @@
 #include <chrono>
 
 #include "emm/conformance/clause_run.hpp"
+#include "nep49/engine/explore.hpp"
+#include "nep49/engine/scenario_process.hpp"
 
 namespace emm::conformance {
 namespace {
 
 struct Entry {
   std::string_view id;
+  Nep49Clause key;
   Nep49CheckFunction body;
 };
 
 #define EMM_NEP49_REGISTRY_ENTRY_(Key, Id, TestName) \
-  Entry{Id, &nep49_checks::check<Nep49Clause::Key>},
+  Entry{Id, Nep49Clause::Key, &nep49_checks::check<Nep49Clause::Key>},
 constexpr std::array<Entry, kNep49ClauseCount> kEntries{
     {EMM_NEP49_CLAUSES(EMM_NEP49_REGISTRY_ENTRY_)}};
 #undef EMM_NEP49_REGISTRY_ENTRY_
@@ -44,7 +47,8 @@ Nep49CheckFunction nep49_check_for(const Clause& clause) noexcept {
   return nullptr;
 }
 
-ClauseResult evaluate_nep49(Nep49Subject& subject, const Clause& clause, Backend& backend) {
+ClauseResult evaluate_nep49(Nep49Subject& subject, const Clause& clause, Backend& backend,
+                            const Exploration& exploration) {
   ClauseResult result;
   result.clause = &clause;
   result.backend = backend.kind();
@@ -55,11 +59,27 @@ ClauseResult evaluate_nep49(Nep49Subject& subject, const Clause& clause, Backend
     result.message = "[" + clause.id + "] is not a NEP 49 handler clause";
     return result;
   }
-  Nep49Run run(clause, subject, backend);
+  Nep49Run run(clause, subject, backend, exploration);
   try {
     DriverBinding binding(subject.bind_driver(), backend.driver());
-    body(run);
+    // The clause's property over generated sequences first (a failure comes with its shortest
+    // sequence), then its fixed scenario as a regression sequence; both in processes of their
+    // own, so that no clause leaves the handler's state changed for the next.
+    const nep49_engine::Property* property = nullptr;
+    for (const Entry& entry : kEntries) {
+      if (entry.id == clause.id) property = nep49_engine::property_for(entry.key);
+    }
+    if (property != nullptr) {
+      nep49_engine::explore(run, *property);
+      nep49_engine::run_scenario(run, body);
+    } else {
+      body(run);
+    }
     result.outcome = Outcome::pass;
+  } catch (const nep49_engine::SequenceEnded& ended) {
+    // The handler crashed or hung the process of one of the clause's sequences.
+    result.outcome = ended.outcome();
+    result.message = ended.what();
   } catch (const ClauseFailure& failure) {
     result.outcome = Outcome::fail;
     result.message = failure.what();
@@ -73,6 +93,7 @@ ClauseResult evaluate_nep49(Nep49Subject& subject, const Clause& clause, Backend
   }
   result.notes = run.notes();
   result.properties = run.properties();
+  result.reproducer = run.reproducer();
   result.duration_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   return result;

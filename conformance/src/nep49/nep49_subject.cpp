@@ -122,7 +122,7 @@ class LoadedSubject final : public Nep49Subject {
     void* pointer = nullptr;
     std::string module_file;
     if (std::string problem =
-            bridge_->load_capsule(spec_.location, spec_.symbol, &pointer, &module_file);
+            bridge_->load_capsule(spec_.location, spec_.symbol, &pointer, &module_file, &called_);
         !problem.empty()) {
       throw Error("cannot read the handler " + spec_.text() + ": " + problem);
     }
@@ -147,6 +147,14 @@ class LoadedSubject final : public Nep49Subject {
       ~Held() { api->gil_release(state); }
     } held{bridge_, bridge_->gil_ensure()};
     call();
+  }
+
+  void attach_thread() override {
+    if (bridge_ != nullptr) attached_ = bridge_->thread_attach();
+  }
+  void detach_thread() override {
+    if (bridge_ != nullptr && attached_ != nullptr) bridge_->thread_detach(attached_);
+    attached_ = nullptr;
   }
 
   AskedAgain ask_again() override {
@@ -217,10 +225,13 @@ class LoadedSubject final : public Nep49Subject {
   // The capsules ask_again() returned and release_again() has not given back, by token.
   std::vector<std::pair<int, void*>> capsules_;
   int next_token_ = 1;
-  bool called_ = false;  // MODULE.ATTR is a function (known once asked again)
+  bool called_ = false;                 // MODULE.ATTR is a function
+  static thread_local void* attached_;  // the calling thread's attach_thread() token
   bool adopted_ = false;
   Adapter adapter_;
 };
+
+thread_local void* LoadedSubject::attached_ = nullptr;
 
 }  // namespace
 

@@ -219,11 +219,10 @@ std::string read_capsule(const std::string& module_name, const std::string& attr
 }
 
 std::string load_capsule(const std::string& module_name, const std::string& attr, void** handler,
-                         std::string* module_file) {
+                         std::string* module_file, bool* called) {
   Gil gil;
   PyObject* capsule = nullptr;
-  bool called = false;
-  if (std::string problem = read_capsule(module_name, attr, &capsule, module_file, &called);
+  if (std::string problem = read_capsule(module_name, attr, &capsule, module_file, called);
       !problem.empty()) {
     return problem;
   }
@@ -240,7 +239,8 @@ std::string capsule_again(const std::string& module_name, const std::string& att
     return problem;
   }
   const char* name = PyCapsule_GetName(value);
-  void* pointer = name != nullptr || !PyErr_Occurred() ? PyCapsule_GetPointer(value, name) : nullptr;
+  void* pointer =
+      name != nullptr || !PyErr_Occurred() ? PyCapsule_GetPointer(value, name) : nullptr;
   if (pointer == nullptr) {
     const std::string problem = "the capsule holds no pointer: " + python_error();
     Py_DECREF(value);
@@ -290,9 +290,24 @@ std::string run(const std::string& id, std::vector<std::string>* notes) {
 int gil_ensure() { return static_cast<int>(PyGILState_Ensure()); }
 void gil_release(int state) { PyGILState_Release(static_cast<PyGILState_STATE>(state)); }
 
-const BridgeApi kApi{kBridgeAbiVersion, &start,         &versions,        &load_capsule,
+struct Attached {
+  PyGILState_STATE state;
+  PyThreadState* thread;
+};
+void* thread_attach() {
+  const PyGILState_STATE state = PyGILState_Ensure();
+  return new Attached{state, PyEval_SaveThread()};
+}
+void thread_detach(void* token) {
+  auto* attached = static_cast<Attached*>(token);
+  PyEval_RestoreThread(attached->thread);
+  PyGILState_Release(attached->state);
+  delete attached;
+}
+
+const BridgeApi kApi{kBridgeAbiVersion, &start,           &versions,      &load_capsule,
                      &capsule_again,    &release_capsule, &adopt_handler, &run,
-                     &gil_ensure,       &gil_release};
+                     &gil_ensure,       &gil_release,     &thread_attach, &thread_detach};
 
 }  // namespace
 }  // namespace emm::conformance::nep49_bridge

@@ -21,10 +21,11 @@ struct BridgeApi {
   // "NumPy 1.24.2, Python 3.11.2".
   std::string (*versions)();
   // Imports MODULE and reads ATTR: a "mem_handler" capsule, or a callable returning one
-  // (numpy:PyDataMem_DefaultHandler is NumPy's default). Sets *handler to the capsule's pointer
-  // and *module_file to the module's file ("" for none); "" or why not.
+  // (numpy:PyDataMem_DefaultHandler is NumPy's default). Sets *handler to the capsule's pointer,
+  // *module_file to the module's file ("" for none) and *called to whether ATTR is a function;
+  // "" or why not.
   std::string (*load_capsule)(const std::string& module, const std::string& attr, void** handler,
-                              std::string* module_file);
+                              std::string* module_file, bool* called);
   // MODULE.ATTR read again as load_capsule reads it, without changing the subject: sets *handler
   // to the capsule's pointer, *capsule to a new reference to it (release_capsule gives it back)
   // and *called to whether ATTR is a function; "" or why not.
@@ -40,6 +41,11 @@ struct BridgeApi {
   // PyGILState_Ensure / PyGILState_Release, for calling a handler as NumPy does (with the GIL).
   int (*gil_ensure)();
   void (*gil_release)(int state);
+  // A Python thread state for the calling thread until thread_detach (the GIL released): a thread
+  // that calls the handler many times then takes only the GIL for each call, as a Python thread
+  // calling NumPy does, instead of making and destroying a thread state every time.
+  void* (*thread_attach)();
+  void (*thread_detach)(void* token);
 };
 
 using BridgeEntryPoint = const BridgeApi* (*)();

@@ -25,6 +25,7 @@
 #include "emm/conformance/text_escaping.hpp"
 #include "emm/errors.hpp"
 #include "runner/report_format.hpp"
+#include "runner/thread_sanitizer.hpp"
 
 namespace emm::conformance {
 namespace {
@@ -271,6 +272,11 @@ int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
                                                     : "the Python class " + options.python_target +
                                                           " through " + options.plugin_path)
       << " (isolation " << to_string(options.isolation) << ")\n";
+  if (!nep49 && options.python_target.empty()) {
+    if (const std::optional<std::string> line = thread_sanitizer_status(options.plugin_path)) {
+      out << *line << "\n";
+    }
+  }
   out.flush();
   // Even for --in-process the subject is loaded in a child first: a load that ends the process
   // (exit() in a static initialiser, a sanitizer runtime that cannot start) is then "could not

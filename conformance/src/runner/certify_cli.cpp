@@ -115,7 +115,10 @@ std::string certify_usage() {
          "Certifies an EMM plugin library against the emmkit clause catalogue.\n"
          "  --plugin PATH       the plugin shared library (built with EMM_EXPORT_MEMORY_MANAGER);\n"
          "                      a PATH without a slash is a file in the current directory, never\n"
-         "                      a name the dynamic loader searches for\n"
+         "                      a name the dynamic loader searches for. A library built with\n"
+         "                      -fsanitize=thread runs with ThreadSanitizer's runtime (preloaded;\n"
+         "                      emm-certify restarts with it): a race it reports fails the clause\n"
+         "                      that ran (ALLOC-10 and LIFE-8 run threads)\n"
          "  --python M[:A]      certify the Python EMM plugin class A of module M (A defaults to\n"
          "                      _numba_memory_manager, as NUMBA_CUDA_MEMORY_MANAGER reads it)\n"
          "                      through libemm_python, on the gpu backend (no GPU: exit 2)\n" +

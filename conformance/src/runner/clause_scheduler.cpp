@@ -14,6 +14,7 @@
 #include "emm/conformance/result_codec.hpp"
 #include "emm/plugin_loader.hpp"
 #include "runner/field_codec.hpp"
+#include "runner/thread_sanitizer.hpp"
 
 namespace emm::conformance {
 namespace {
@@ -279,6 +280,12 @@ ClauseResult ended_without_answer(const ClauseJob& job, const ChildEnd& end, std
                  end.duration_ms);
 }
 
+// The library's file name, for a ThreadSanitizer report to name when its stacks run through it.
+std::string plugin_file(const SchedulerSettings& settings) {
+  const std::size_t slash = settings.plugin_path.rfind('/');
+  return slash == std::string::npos ? settings.plugin_path : settings.plugin_path.substr(slash + 1);
+}
+
 // --- backend isolation: one worker per backend
 // ----------------------------------------------------
 
@@ -359,6 +366,9 @@ void run_with_workers(const std::vector<ClauseJob>& jobs, const SchedulerSetting
         break;
       }
     }
+    // A race ThreadSanitizer reported while the clause ran (a plugin built with it) fails the
+    // clause, whatever its process concluded or however it ended.
+    fail_on_thread_sanitizer_reports(results[index], plugin_file(settings));
     if (on_result) on_result(results[index]);
   }
   if (worker) {
@@ -438,6 +448,7 @@ void run_one_per_clause(const std::vector<ClauseJob>& jobs, const SchedulerSetti
         continue;
       }
       results[it->index] = finish(jobs[it->index], *it, settings);
+      fail_on_thread_sanitizer_reports(results[it->index], plugin_file(settings));
       if (on_result) on_result(results[it->index]);
       it = running.erase(it);
       kill_stray_children();

@@ -98,7 +98,7 @@ std::function<LoadedSubject()> nep49_subject_loader(const Nep49SubjectSpec& spec
         result.message = "[" + clause.id + "] " + describe_current_exception();
         return result;
       }
-      ClauseResult result = evaluate_nep49(*subject, clause, *backend);
+      ClauseResult result = evaluate_nep49(*subject, clause, *backend, settings.exploration);
       if (const std::optional<std::string> why = backend->unusable_device()) {
         reusable = false;
         result.outcome = Outcome::fail;

@@ -106,8 +106,12 @@ std::string console_text(std::string_view text) {
 
 std::string replay_command(const CertificationReport& report, const ClauseResult& result) {
   const Reproducer& reproducer = *result.reproducer;
-  const std::string subject = reproducer.for_python ? std::string("--python <module:Class>")
-                                                    : "--plugin " + report.plugin.description.path;
+  // A NEP 49 handler's path is its spec, "PATH:SYMBOL" or "MODULE:ATTR" (for_python).
+  const std::string subject =
+      result.clause->nep49 ? (reproducer.for_python ? "--nep49 " : "--nep49-library ") +
+                                 report.plugin.description.path
+      : reproducer.for_python ? std::string("--python <module:Class>")
+                              : "--plugin " + report.plugin.description.path;
   return "emm-certify " + subject + " --backend " + std::string(to_string(result.backend)) +
          " --only " + result.clause->id + " --seed " + std::to_string(reproducer.seed) +
          " --budget " + std::to_string(reproducer.budget);

@@ -21,4 +21,12 @@ namespace emm::conformance {
 
 int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err);
 
+// For a plugin library built with -fsanitize=thread (argv's --plugin): when this process has no
+// ThreadSanitizer runtime, replaces it with the same program and arguments, the runtime the
+// library names preloaded (LD_PRELOAD; TSAN_OPTIONS gets defaults that let a race fail the
+// clause that ran instead of ending it), so that every process of the certification has it.
+// Returns when there is nothing to do, or (having said why on stderr) when that failed.
+// emm-certify's main() calls it before certify_main(); see docs/troubleshooting.md.
+void restart_for_thread_sanitizer(int argc, char** argv);
+
 }  // namespace emm::conformance

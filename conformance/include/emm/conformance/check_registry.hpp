@@ -36,8 +36,9 @@ bool destroys_contexts(const Clause& clause) noexcept;
 // Only a matter of time: a clause missing here starts the process when it first imports.
 bool imports_in_another_process(const Clause& clause) noexcept;
 // Whether the clause runs several threads in the plugin at once (ALLOC-10: its fixed scenario
-// and the engine's threads command), so that evaluate() makes them interleave inside it
-// (Backend::interleave_threads) and emm-certify's ThreadSanitizer path has something to see.
+// and the engine's threads command; LIFE-8 and ALLOC-10: reset() while other threads release),
+// so that evaluate() makes them interleave inside it (Backend::interleave_threads). They are
+// the clauses a ThreadSanitizer build of a plugin is certified on (emm_add_certification_test).
 bool runs_threads(const Clause& clause) noexcept;
 
 }  // namespace emm::conformance

@@ -11,7 +11,10 @@
 // evaluate_nep49 turns what happened into a ClauseResult as evaluate() does for plugins
 // (evaluate.hpp): returned -> pass, ClauseFailure -> fail, ClauseNotSupported -> not_supported
 // (only when NumPy cannot be loaded), any other exception -> fail. Before the body runs it hands
-// the backend's driver to a handler that exports emm_nep49_bind_driver.
+// the backend's driver to a handler that exports emm_nep49_bind_driver. A behavioural clause
+// (NEP49-5..14) is first explored as a property of generated call sequences with `exploration`'s
+// seed and budget (nep49/engine/explore.hpp); its body, the fixed scenario, runs after it as a
+// regression sequence. A failure the property found carries its shortest sequence (reproducer).
 //
 // Thread-safety: immutable table; evaluate_nep49 calls run one at a time per subject.
 #pragma once
@@ -19,6 +22,7 @@
 #include "emm/conformance/backend.hpp"
 #include "emm/conformance/catalogue.hpp"
 #include "emm/conformance/clause_result.hpp"
+#include "emm/conformance/exploration.hpp"
 #include "emm/conformance/nep49_clauses.hpp"
 #include "emm/conformance/nep49_run.hpp"
 #include "emm/conformance/nep49_subject.hpp"
@@ -30,7 +34,8 @@ using Nep49CheckFunction = void (*)(Nep49Run& run);
 // The body of a nep49 clause; null for any other clause.
 Nep49CheckFunction nep49_check_for(const Clause& clause) noexcept;
 
-ClauseResult evaluate_nep49(Nep49Subject& subject, const Clause& clause, Backend& backend);
+ClauseResult evaluate_nep49(Nep49Subject& subject, const Clause& clause, Backend& backend,
+                            const Exploration& exploration = {});
 
 namespace nep49_checks {
 template <Nep49Clause clause>

@@ -71,6 +71,11 @@ class Nep49Subject {
   // Runs `call` holding the GIL when CPython is loaded in this process (NumPy calls malloc,
   // calloc and free with it held, and NumPy 1.x's default calloc releases it), else directly.
   virtual void with_gil(const std::function<void()>& call) = 0;
+  // Between these, the calling thread keeps a Python thread state (when CPython is loaded), so
+  // that with_gil() only takes the GIL, as for a Python thread that calls NumPy; one attach,
+  // then one detach, on the same thread.
+  virtual void attach_thread() = 0;
+  virtual void detach_thread() = 0;
 
   // The handler as a program that asks for it a second time gets it: the library's entry point
   // called again, or MODULE.ATTR read again (and called, when it is a function). `handler` is

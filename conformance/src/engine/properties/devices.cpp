@@ -16,6 +16,15 @@ class TwoDevices : public Property {
   }
 };
 
+// "device 0's context", "no context" or "a context the host did not make".
+std::string describe_context(Session& session, const Context* context) {
+  if (context == nullptr) return "no context";
+  for (int device = 0; device < session.trace().devices; ++device) {
+    if (context == &session.context(device)) return str("device ", device, "'s context");
+  }
+  return "a context the host did not make";
+}
+
 // DEV-1: each context's instance serves its own context: its pointers name it, and
 // initialize() or reset() of one context leaves the other context's allocations alive and
 // intact.
@@ -30,7 +39,10 @@ class InstancePerContext final : public TwoDevices {
     const Context& context = session.context(a.model.device);
     if (a.reported_context != &context) {
       session.fail(str("expected ", a.name, "->context() to be device ", a.model.device,
-                       "'s context, whose instance made it; seen: another context"));
+                       "'s context, whose instance made it; seen: ",
+                       describe_context(session, a.reported_context),
+                       " (each context has its own plugin instance, which makes pointers for its "
+                       "own context)"));
     }
   }
   void initialized(Session& session, const Initialized& seen) const override {
@@ -147,8 +159,9 @@ class StagedIpcAcrossDevices final : public TwoDevices {
     const DeviceIdentity identity = session.context(a.model.device).device_identity();
     if (!handle->source_info() || !(*handle->source_info() == identity)) {
       session.fail(str("expected get_ipc_handle(", name, ").source_info() to be device ",
-                       a.model.device,
-                       "'s identity; seen: ", handle->source_info() ? "another device's" : "none"));
+                       a.model.device, "'s identity ", describe(identity),
+                       "; seen: ", describe(handle->source_info()),
+                       " (the exporting context's device, not another's)"));
     }
     const std::optional<AddressRange> block =
         session.backend().driver_block(pointer->device_pointer());

@@ -11,6 +11,12 @@ std::string describe(const Allocation& allocation) {
              ") at [", hex(begin), ", ", hex(begin + allocation.model.size), ")");
 }
 
+std::string describe(const std::optional<DeviceIdentity>& identity) {
+  if (!identity) return "none";
+  return str("PCI ", identity->pci_domain_id, ":", identity->pci_bus_id, ":",
+             identity->pci_device_id);
+}
+
 void expect_no_overlap(Session& session, const Allocation& allocation, std::string_view rule) {
   const Allocation* other = session.overlapping(allocation);
   if (other == nullptr) return;
@@ -80,11 +86,39 @@ void expect_no_invalid_frees(Session& session, const Snapshot& before, std::stri
                    " free(s), unregister(s) or close(s) of something not live (a double free)"));
 }
 
+namespace {
+
+// Whether device memory that grew by `grown` bytes over a sequence (as cuMemGetInfo says, on
+// the gpu backend) is the driver's own: it does not grow when the same sequence runs again. The
+// driver sets up some of its memory the first time a process or a context needs it (unified
+// memory's, about 126 MiB on an H100, at the first managed allocations; a memory pool's), and
+// cuMemGetInfo cannot tell it from the plugin's; a leak of the plugin's grows again on the
+// replay. The fake's figures are exact: there, nothing is excused.
+bool driver_set_up(Session& session, std::size_t grown) {
+  if (session.backend().kind() != BackendKind::gpu) return false;
+  const std::optional<std::size_t> again = session.leak_on_replay();
+  if (!again || *again > session.backend().memory_slack()) return false;
+  const std::string note =
+      str("device memory grew by ", grown,
+          " bytes over a sequence and not when the same sequence ran again: taken as the "
+          "driver's own set-up, not counted against the plugin (cuMemGetInfo cannot tell them "
+          "apart)");
+  ClauseRun& run = session.run();
+  const bool noted = std::any_of(run.notes().begin(), run.notes().end(), [](const std::string& n) {
+    return n.find("taken as the driver's own set-up") != std::string::npos;
+  });
+  if (!noted) run.note(note);
+  return true;
+}
+
+}  // namespace
+
 void expect_back_to(Session& session, const Snapshot& baseline, std::string_view when,
                     std::string_view than, std::string_view why) {
   const Snapshot now = session.snapshot();
   const std::size_t slack = session.backend().memory_slack();
-  if (now.device_bytes > baseline.device_bytes + slack) {
+  if (now.device_bytes > baseline.device_bytes + slack &&
+      !driver_set_up(session, now.device_bytes - baseline.device_bytes)) {
     session.fail(str("expected device memory in use ", when, " to be back to ", than, " (",
                      baseline.device_bytes, " bytes); seen: ", now.device_bytes, " bytes, ",
                      now.device_bytes - baseline.device_bytes, " more", why));

@@ -23,6 +23,8 @@ inline bool live(const Allocation& allocation) {
 
 // "m3 = [0x7f00, 0x7f20)".
 std::string describe(const Allocation& allocation);
+// "PCI 0:2:0", or "none".
+std::string describe(const std::optional<DeviceIdentity>& identity);
 
 // Reuse safety: `allocation`, just made, overlaps no live allocation (spec §7, §8 (a)).
 void expect_no_overlap(Session& session, const Allocation& allocation, std::string_view rule);

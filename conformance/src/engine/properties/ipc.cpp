@@ -63,7 +63,8 @@ void expect_handle(Session& session, const Exported& e) {
   const DeviceIdentity identity = session.context(a.model.device).device_identity();
   if (!handle->source_info() || !(*handle->source_info() == identity)) {
     session.fail(str("expected ", call, ".source_info() to be device ", a.model.device,
-                     "'s identity; seen: ", handle->source_info() ? "another device's" : "none",
+                     "'s identity ", describe(identity),
+                     "; seen: ", describe(handle->source_info()),
                      " (the importer needs it to choose between a direct and a staged open)"));
   }
   if (!e.imported) {

@@ -33,20 +33,30 @@ const std::vector<std::size_t> kNumpySizes{8, 80};
 
 // A size for a new block: often one asked for lately (a cache's or a size class's next
 // customer, or the size a wrong free named), else a fresh one from a byte to several MiB.
-std::size_t next_size(const Model& model) {
-  enum class From { fresh, again, near, numpy };
+std::size_t next_size(const Model& model, const Plan& plan) {
+  enum class From { fresh, again, near, numpy, large };
   const bool recent = !model.recent_sizes.empty();
-  const From from = *rc::gen::weightedOneOf<From>({{6, rc::gen::just(From::fresh)},
-                                                   {recent ? 3 : 0, rc::gen::just(From::again)},
-                                                   {recent ? 1 : 0, rc::gen::just(From::near)},
-                                                   {1, rc::gen::just(From::numpy)}});
+  const From from =
+      *rc::gen::weightedOneOf<From>({{6, rc::gen::just(From::fresh)},
+                                     {recent ? 3 : 0, rc::gen::just(From::again)},
+                                     {recent ? 1 : 0, rc::gen::just(From::near)},
+                                     {1, rc::gen::just(From::numpy)},
+                                     {plan.large_blocks, rc::gen::just(From::large)}});
   switch (from) {
+    case From::large:
+      return *rc::gen::weightedOneOf<std::size_t>(
+          {{1, rc::gen::map(uniform(18, 24), [](int k) { return std::size_t{1} << k; })},
+           {1,
+            rc::gen::map(uniform<std::size_t>(64, 2049), [](std::size_t k) { return k * kPage; })},
+           {1, uniform<std::size_t>(std::size_t{256} << 10, kLargestRequest + 1)}});
     case From::again:
-      return std::min(*rc::gen::elementOf(model.recent_sizes), kLargestRequest);
+      // The newest half the time: what was just freed is what a cache hands out next.
+      return std::min(*rc::gen::arbitrary<bool>() ? model.recent_sizes.back()
+                                                  : *rc::gen::elementOf(model.recent_sizes),
+                      kLargestRequest);
     case From::near: {
       const std::size_t size = *rc::gen::elementOf(model.recent_sizes);
-      const std::size_t eighths =
-          *rc::gen::elementOf(std::vector<std::size_t>{4, 6, 7, 9, 10, 16});
+      const std::size_t eighths = *rc::gen::elementOf(std::vector<std::size_t>{4, 6, 7, 9, 10, 16});
       return std::clamp<std::size_t>(size * eighths / 8, 1, kLargestRequest);
     }
     case From::numpy:
@@ -99,13 +109,54 @@ class Nep49Command : public Command {
 
 // --- malloc and calloc -----------------------------------------------------------------------
 
+// malloc(size) (calloc: calloc(nelem, elsize)) through handler `number` as block `id`, checked by
+// the property and then written: what Allocate does, and what follows a free with a wrong size.
+void allocate_block(Session& session, CommandKind kind, int id, int number, std::size_t size,
+                    bool zeroed, std::size_t nelem, std::size_t elsize) {
+  Block block;
+  block.id = id;
+  block.name = block_name(id);
+  block.size = size;
+  block.handler = number;
+  block.origin = zeroed ? Origin::calloc : Origin::malloc;
+  const std::string h = handler_name(number);
+  const std::string ctx = ctx_name(number);
+  const std::string args = zeroed ? str(ctx, ", ", nelem, ", ", elsize) : str(ctx, ", ", size);
+  const char* function = zeroed ? "calloc" : "malloc";
+  const std::string numpy = !zeroed       ? str("np.empty(", size, ", np.uint8)")
+                            : elsize == 1 ? str("np.zeros(", size, ", np.uint8)")
+                                          : str("np.zeros(", nelem, ", 'V", elsize, "')");
+  session.begin_call({str(block.name, " = ", h, "->", function, "(", args, ")"),
+                      str("void* ", block.name, " = ", h, "->", function, "(", args, ");"),
+                      str(block.name, " = ", h, ".", function, "(", args, ")  # ", numpy),
+                      str("fill(", block.name, ", 0, ", size, ", ", block.id, ");"),
+                      str("fill(", block.name, ", 0, ", size, ", ", block.id, ")")});
+  block.made_at = session.call_number();
+  const nep49::Handler& through = session.handler(number);
+  block.pointer =
+      zeroed ? session.run().calloc(through, nelem, elsize) : session.run().malloc(through, size);
+  Request request;
+  request.kind = kind;
+  request.function = zeroed ? Function::calloc : Function::malloc;
+  request.size = size;
+  request.nelem = nelem;
+  request.elsize = elsize;
+  request.handler = number;
+  request.text = zeroed ? str("calloc(", nelem, ", ", elsize, ")") : str("malloc(", size, ")");
+  request.result = block.name;
+  session.property().returned(session, request, block.pointer,
+                              block.pointer != nullptr ? &block : nullptr);
+  session.blocks().push_back(block);
+  session.write(session.blocks().back(), 0);
+}
+
 class Allocate final : public Nep49Command {
  public:
   // calloc: calloc(n, 1), NumPy's form; elements: calloc(nelem, elsize) with a product that fits.
   enum class Form { malloc, calloc, elements };
 
-  Allocate(const Model& model, const Plan&, Form form)
-      : form_(form), handler_(pick_handler(model)), size_(next_size(model)) {
+  Allocate(const Model& model, const Plan& plan, Form form)
+      : form_(form), handler_(pick_handler(model)), size_(next_size(model, plan)) {
     if (form_ == Form::elements) {
       elsize_ = *rc::gen::elementOf(std::vector<std::size_t>{2, 4, 8, 16, 24});
       nelem_ = std::max<std::size_t>(1, size_ / elsize_);
@@ -138,39 +189,8 @@ class Allocate final : public Nep49Command {
 
  protected:
   void execute(const Model& s0, Session& session) const override {
-    const int number = s0.handlers[handler_];
-    Block block;
-    block.id = s0.next_block;
-    block.name = block_name(block.id);
-    block.size = size_;
-    block.handler = number;
-    block.origin = form_ == Form::malloc ? Origin::malloc : Origin::calloc;
-    const std::string h = handler_name(number);
-    const std::string ctx = ctx_name(number);
-    const std::string args = form_ == Form::malloc ? str(ctx, ", ", size_)
-                                                   : str(ctx, ", ", nelem_, ", ", elsize_);
-    const char* function = form_ == Form::malloc ? "malloc" : "calloc";
-    session.begin_call({str(block.name, " = ", h, "->", function, "(", args, ")"),
-                        str("void* ", block.name, " = ", h, "->", function, "(", args, ");\nfill(",
-                            block.name, ", 0, ", size_, ", ", block.id, ");"),
-                        str(block.name, " = ", h, ".", function, "(", args, ")\nfill(", block.name,
-                            ", 0, ", size_, ", ", block.id, ")")});
-    block.made_at = session.call_number();
-    const nep49::Handler& through = session.handler(number);
-    block.pointer = form_ == Form::malloc ? session.run().malloc(through, size_)
-                                          : session.run().calloc(through, nelem_, elsize_);
-    Request request;
-    request.kind = kind();
-    request.function = form_ == Form::malloc ? Function::malloc : Function::calloc;
-    request.size = size_;
-    request.nelem = nelem_;
-    request.elsize = elsize_;
-    request.handler = number;
-    request.text = call_text();
-    session.property().returned(session, request, block.pointer,
-                                block.pointer != nullptr ? &block : nullptr);
-    session.blocks().push_back(block);
-    session.write(session.blocks().back(), 0);
+    allocate_block(session, kind(), s0.next_block, s0.handlers[handler_], size_,
+                   form_ != Form::malloc, nelem_, elsize_);
   }
 
  private:
@@ -215,11 +235,13 @@ class CallocOverflow final : public Nep49Command {
     const std::string ctx = ctx_name(number);
     const auto [nelem, elsize] = pair_;
     const std::string args = str(ctx, ", ", nelem, ", ", elsize);
-    session.begin_call({str("q = ", h, "->calloc(", args, ")  // the product overflows size_t"),
-                        str("void* q", session.call_number() + 1, " = ", h, "->calloc(", args,
-                            "u);  // the product overflows size_t: expected NULL"),
-                        str("q", session.call_number() + 1, " = ", h, ".calloc(", args,
-                            ")  # the product overflows size_t: expected NULL")});
+    session.begin_call(
+        {str("q", session.call_number() + 1, " = ", h, "->calloc(", args,
+             ")  // the product overflows size_t"),
+         str("[[maybe_unused]] void* q", session.call_number() + 1, " = ", h, "->calloc(", args,
+             "u);  // the product overflows size_t: expected NULL"),
+         str("q", session.call_number() + 1, " = ", h, ".calloc(", args,
+             ")  # the product overflows size_t: expected NULL")});
     void* result = session.run().calloc(session.handler(number), nelem, elsize);
     Request request;
     request.kind = kind();
@@ -229,6 +251,7 @@ class CallocOverflow final : public Nep49Command {
     request.expect_null = true;
     request.handler = number;
     request.text = str("calloc(", nelem, ", ", elsize, ")");
+    request.result = str("q", session.call_number());
     session.property().returned(session, request, result, nullptr);
   }
 
@@ -290,7 +313,7 @@ std::size_t resized(Target target, std::size_t old, std::size_t absolute) {
 
 class Realloc final : public Nep49Command {
  public:
-  Realloc(const Model& model, const Plan&)
+  Realloc(const Model& model, const Plan& plan)
       : index_(*uniform<std::size_t>(0, model.blocks.size())),
         target_(*rc::gen::weightedOneOf<Target>({{2, rc::gen::just(Target::plus_one)},
                                                  {3, rc::gen::just(Target::twice)},
@@ -302,7 +325,7 @@ class Realloc final : public Nep49Command {
                                                  {3, rc::gen::just(Target::half)},
                                                  {1, rc::gen::just(Target::minus_one)},
                                                  {2, rc::gen::just(Target::to_eight)}})),
-        absolute_(next_size(model)) {}
+        absolute_(next_size(model, plan)) {}
 
   void checkPreconditions(const Model& model) const override {
     require(index_ < model.blocks.size());
@@ -324,16 +347,16 @@ class Realloc final : public Nep49Command {
     const std::size_t size = resized(target_, block.size, absolute_);
     const std::string h = handler_name(block.handler);
     const std::string ctx = ctx_name(block.handler);
-    const std::string fill =
-        size > block.size ? str("\nfill(", block.name, ", ", block.size, ", ", size, ", ", block.id,
-                                ")")
-                          : "";
+    const std::string fill = size > block.size ? str("fill(", block.name, ", ", block.size, ", ",
+                                                     size, ", ", block.id, ")")
+                                               : "";
     session.begin_call(
         {str(block.name, " = ", h, "->realloc(", ctx, ", ", block.name, ", ", size, ")  // ",
              block.size, " -> ", size, " bytes"),
-         str(block.name, " = ", h, "->realloc(", ctx, ", ", block.name, ", ", size, ");", fill,
-             fill.empty() ? "" : ";"),
-         str(block.name, " = ", h, ".realloc(", ctx, ", ", block.name, ", ", size, ")", fill)});
+         str(block.name, " = ", h, "->realloc(", ctx, ", ", block.name, ", ", size, ");"),
+         str(block.name, " = ", h, ".realloc(", ctx, ", ", block.name, ", ", size, ")  # a.resize(",
+             size, "), the text reader's growth"),
+         fill.empty() ? "" : fill + ";", fill});
     if (block.pointer == nullptr) {
       // The handler returned NULL for it before and the clause let that pass: NumPy would have
       // raised MemoryError, so there is nothing to resize.
@@ -356,16 +379,18 @@ class Realloc final : public Nep49Command {
     request.block = &before;
     request.handler = block.handler;
     request.text = str("realloc(", block.name, ", ", size, ")");
+    request.result = block.name;
     session.property().returned(session, request, result, result != nullptr ? &after : nullptr);
+    Block& now = session.blocks()[index_];  // the hook may have made calls of its own
     if (result == nullptr) {
-      // The old block stays valid (C's realloc); the clause let the NULL pass, so keep it as it
-      // was, at the size the model now gives it only as far as its bytes go.
-      block.size = std::min(block.size, size);
-      block.ranges = clipped(block.ranges, block.size);
+      // The old block stays valid (C's realloc) and the clause let the NULL pass: keep it, with
+      // only the bytes both sizes cover.
+      now.size = std::min(now.size, size);
+      now.ranges = clipped(now.ranges, now.size);
       return;
     }
-    block = after;
-    if (size > before.size) session.write(block, before.size);
+    now = after;
+    if (size > before.size) session.write(now, before.size);
   }
 
  private:
@@ -396,10 +421,10 @@ class ReallocFail final : public Nep49Command {
     const std::string ctx = ctx_name(block.handler);
     const std::string q = str("q", session.call_number() + 1);
     session.begin_call(
-        {str(q, " = ", h, "->realloc(", ctx, ", ", block.name, ", ", cpp_size(size_), ")  // ",
-             size_text(size_), " bytes: expected NULL, ", block.name, " kept"),
-         str("void* ", q, " = ", h, "->realloc(", ctx, ", ", block.name, ", ", cpp_size(size_),
-             ");  // expected NULL, ", block.name, " kept"),
+        {str(q, " = ", h, "->realloc(", ctx, ", ", block.name, ", (size_t)1 << ",
+             std::bit_width(size_) - 1, ")  // expected NULL, ", block.name, " kept"),
+         str("[[maybe_unused]] void* ", q, " = ", h, "->realloc(", ctx, ", ", block.name, ", ",
+             cpp_size(size_), ");  // expected NULL, ", block.name, " kept"),
          str(q, " = ", h, ".realloc(", ctx, ", ", block.name, ", ", py_size(size_),
              ")  # expected None, ", block.name, " kept")});
     if (block.pointer == nullptr) return;
@@ -413,9 +438,10 @@ class ReallocFail final : public Nep49Command {
     request.expect_null = true;
     request.handler = block.handler;
     request.text = str("realloc(", block.name, ", ", size_text(size_), ")");
+    request.result = q;
     session.property().returned(session, request, result, nullptr);
     // A handler that "succeeded" moved the block; its first bytes are the block now.
-    if (result != nullptr) block.pointer = result;
+    if (result != nullptr) session.blocks()[index_].pointer = result;
   }
 
  private:
@@ -425,18 +451,12 @@ class ReallocFail final : public Nep49Command {
 
 // --- free ----------------------------------------------------------------------------------------
 
-// The size passed to free: the block's own, or one of the sizes NumPy passes on its known
-// mismatch paths (1; the size before a realloc) and other wrong ones, smaller and larger.
-enum class Hint : std::uint8_t {
-  exact,
-  one,
-  before_realloc,
-  half,
-  minus_one,
-  plus_one,
-  twice,
-  plus_page
-};
+// The size passed to free: the block's own, or one of the smaller sizes NumPy passes on its
+// known mismatch paths (1 for a block of 8 or 80; the size before a realloc that grew it) and
+// other smaller ones. Never a larger one: NumPy passes none (research nep49 §2.4), and its own
+// default handler (1.24) files a freed block under the size it is given, so a larger size would
+// hand out a short block later: no handler can be held to more than NumPy's own.
+enum class Hint : std::uint8_t { exact, one, before_realloc, half, minus_one };
 
 std::size_t hint_size(Hint hint, std::size_t size, std::size_t before_realloc) {
   switch (hint) {
@@ -445,17 +465,11 @@ std::size_t hint_size(Hint hint, std::size_t size, std::size_t before_realloc) {
     case Hint::one:
       return 1;
     case Hint::before_realloc:
-      return before_realloc != 0 ? before_realloc : size;
+      return before_realloc != 0 && before_realloc < size ? before_realloc : size;
     case Hint::half:
       return std::max<std::size_t>(1, size / 2);
     case Hint::minus_one:
       return std::max<std::size_t>(1, size - 1);
-    case Hint::plus_one:
-      return size + 1;
-    case Hint::twice:
-      return size * 2;
-    case Hint::plus_page:
-      return size + kPage;
   }
   return size;
 }
@@ -465,48 +479,59 @@ const char* hint_reason(Hint hint) {
     case Hint::exact:
       return "";
     case Hint::one:
-      return "NumPy's resize(0), empty text fromfile and empty fromiter pass 1";
+      return "NumPy's empty text fromfile, resize(0) and empty fromiter pass 1";
     case Hint::before_realloc:
-      return "NumPy passes the size before a resize";
+      return "the size before the realloc that grew it";
     case Hint::half:
     case Hint::minus_one:
       return "smaller than the block";
-    case Hint::plus_one:
-    case Hint::twice:
-    case Hint::plus_page:
-      return "larger than the block";
   }
   return "";
 }
 
+// A free with a wrong size is followed, most of the time, by the reuse it could spoil: a request
+// of the freed block's size again, through the same handler (what a cache hands the block to).
+enum class Reuse : std::uint8_t { none, malloc, calloc };
+
 class Free final : public Nep49Command {
  public:
-  Free(const Model& model, const Plan&, bool wrong)
-      : index_(*uniform<std::size_t>(0, model.blocks.size())),
-        hint_(wrong ? *rc::gen::weightedOneOf<Hint>({{3, rc::gen::just(Hint::one)},
-                                                     {3, rc::gen::just(Hint::before_realloc)},
-                                                     {1, rc::gen::just(Hint::half)},
-                                                     {1, rc::gen::just(Hint::minus_one)},
-                                                     {1, rc::gen::just(Hint::plus_one)},
-                                                     {2, rc::gen::just(Hint::twice)},
-                                                     {1, rc::gen::just(Hint::plus_page)}})
-                    : Hint::exact) {}
+  Free(const Model& model, const Plan& plan, bool wrong)
+      : index_(wrong && *rc::gen::arbitrary<bool>()
+                   // NumPy's wrong sizes come right after the block was made (an empty fromiter,
+                   // resize(0)): the newest block half the time.
+                   ? model.blocks.size() - 1
+                   : *uniform<std::size_t>(0, model.blocks.size())),
+        hint_(wrong ? *rc::gen::weightedOneOf<Hint>({{4, rc::gen::just(Hint::one)},
+                                                     {2, rc::gen::just(Hint::before_realloc)},
+                                                     {2, rc::gen::just(Hint::half)},
+                                                     {1, rc::gen::just(Hint::minus_one)}})
+                    : Hint::exact),
+        reuse_(!wrong ? Reuse::none
+                      : *rc::gen::weightedOneOf<Reuse>(
+                            {{1, rc::gen::just(Reuse::none)},
+                             {2, rc::gen::just(Reuse::malloc)},
+                             {plan.has_calloc ? 3 : 0, rc::gen::just(Reuse::calloc)}})) {}
 
   void checkPreconditions(const Model& model) const override {
     require(index_ < model.blocks.size());
-    // The size before a realloc only where there was one (and it differs).
+    // The size before a realloc only where one grew the block.
     if (hint_ == Hint::before_realloc) {
       const ModelBlock& block = model.blocks[index_];
-      require(block.before_realloc != 0 && block.before_realloc != block.size);
+      require(block.before_realloc != 0 && block.before_realloc < block.size);
     }
   }
   void apply(Model& model) const override {
     const ModelBlock block = model.blocks[index_];
     model.blocks.erase(model.blocks.begin() + static_cast<std::ptrdiff_t>(index_));
-    // What comes next asks for these sizes again: the reuse a wrong size would spoil.
-    model.asked_for(block.size);
+    // What comes next asks for these sizes again (the block's own newest): the reuse a wrong
+    // size would spoil.
     const std::size_t hint = hint_size(hint_, block.size, block.before_realloc);
     if (hint != block.size) model.asked_for(std::min(hint, kLargestRequest));
+    model.asked_for(block.size);
+    if (reuse_ != Reuse::none) {
+      model.add_block(std::min(block.size, kLargestRequest), block.handler,
+                      reuse_ == Reuse::calloc ? Origin::calloc : Origin::malloc);
+    }
   }
   void show(std::ostream& os) const override { os << "free of block " << index_; }
   CommandKind kind() const override {
@@ -514,21 +539,23 @@ class Free final : public Nep49Command {
   }
 
  protected:
-  void execute(const Model&, Session& session) const override {
+  void execute(const Model& s0, Session& session) const override {
     const Block block = session.blocks()[index_];
     session.blocks().erase(session.blocks().begin() + static_cast<std::ptrdiff_t>(index_));
     const std::size_t hint = hint_size(hint_, block.size, block.before_realloc);
     const std::string h = handler_name(block.handler);
     const std::string ctx = ctx_name(block.handler);
-    const std::string why = hint == block.size
-                                ? std::string()
-                                : str("  // ", block.name, " has ", block.size, " bytes: ",
-                                      hint_reason(hint_));
+    const std::string why = hint == block.size ? std::string()
+                                               : str("  // ", block.name, " has ", block.size,
+                                                     " bytes: ", hint_reason(hint_));
     session.begin_call({str(h, "->free(", ctx, ", ", block.name, ", ", hint, ")", why),
                         str(h, "->free(", ctx, ", ", block.name, ", ", hint, ");", why),
                         str(h, ".free(", ctx, ", ", block.name, ", ", hint, ")",
-                            why.empty() ? "" : "  #" + why.substr(4))});
-    if (block.pointer == nullptr) return;  // NumPy never got it
+                            why.empty() ? "" : "  # " + why.substr(5))});
+    if (block.pointer == nullptr) {  // NumPy never got it
+      reuse(s0, session, block);
+      return;
+    }
     session.run().free(session.handler(block.handler), block.pointer, hint);
     Request request;
     request.kind = kind();
@@ -538,11 +565,21 @@ class Free final : public Nep49Command {
     request.handler = block.handler;
     request.text = str("free(", block.name, ", ", hint, ")");
     session.property().freed(session, request);
+    reuse(s0, session, block);
   }
 
  private:
+  void reuse(const Model& s0, Session& session, const Block& freed) const {
+    if (reuse_ == Reuse::none) return;
+    const std::size_t size = std::min(freed.size, kLargestRequest);
+    const bool zeroed = reuse_ == Reuse::calloc;
+    allocate_block(session, zeroed ? CommandKind::calloc : CommandKind::malloc, s0.next_block,
+                   freed.handler, size, zeroed, zeroed ? size : 0, zeroed ? 1 : 0);
+  }
+
   std::size_t index_;
   Hint hint_;
+  Reuse reuse_;
 };
 
 class FreeNull final : public Nep49Command {
@@ -677,9 +714,10 @@ class Impossible final : public Nep49Command {
     request.nelem = nelem;
     request.elsize = nelem != 0 ? size : 0;
     request.text = str(function, "(", c_args, ")");
+    request.result = q;
     session.begin_call(
         {str(q, " = ", h, "->", function, "(", ctx, ", ", c_args, ")  // expected NULL"),
-         str("void* ", q, " = ", h, "->", function, "(", ctx, ", ", cpp_args,
+         str("[[maybe_unused]] void* ", q, " = ", h, "->", function, "(", ctx, ", ", cpp_args,
              ");  // expected NULL"),
          str(q, " = ", h, ".", function, "(", ctx, ", ", py_args, ")  # expected None")});
     const nep49::Handler& through = session.handler(number);
@@ -713,8 +751,7 @@ class Impossible final : public Nep49Command {
 class AskAgain final : public Nep49Command {
  public:
   AskAgain(const Model&, const Plan& plan)
-      : keep_(*rc::gen::weightedOneOf<bool>(
-            {{3, rc::gen::just(true)}, {1, rc::gen::just(false)}})),
+      : keep_(*rc::gen::weightedOneOf<bool>({{3, rc::gen::just(true)}, {1, rc::gen::just(false)}})),
         module_(plan.module) {}
 
   void apply(Model& model) const override {
@@ -729,30 +766,31 @@ class AskAgain final : public Nep49Command {
     const int number = s0.asked + 1;
     const std::string h = handler_name(number);
     const std::string ctx = ctx_name(number);
-    session.begin_call({});
-    session.ask_again(number, keep_);
-    // The factory's call is known once it was asked (a module's ATTR may be a function).
     const std::string factory = session.run().subject().factory_call();
-    Call& call = session.trace().calls.back();
+    Call call;
     if (!module_) {
       call.c = keep_ ? str(h, " = ", factory, "  // the factory asked again")
                      : str(factory, "  // the factory asked again; the answer is not used");
-      call.cpp = keep_ ? str("auto* ", h, " = &", factory, "->allocator;  // asked again\nvoid* ",
-                             ctx, " = ", h, "->ctx;")
+      call.cpp = keep_ ? str("auto* ", h, " = &", factory,
+                             "->allocator;  // asked again\n[[maybe_unused]] void* ", ctx, " = ", h,
+                             "->ctx;")
                        : str(factory, ";  // asked again; the answer is not used");
-      call.python = keep_ ? str(h, " = handler_of(", factory, ")  # asked again\n", ctx, " = ", h,
-                                ".ctx")
-                          : str("handler_of(", factory, ")  # asked again, then dropped");
+      call.python =
+          keep_ ? str(h, " = handler_of(lib.", factory, ")  # asked again\n", ctx, " = ", h, ".ctx")
+                : str("handler_of(lib.", factory, ")  # asked again, then dropped");
     } else {
       call.c = keep_ ? str(h, " = ", factory, "  // a second capsule")
                      : str(factory, "  // a second capsule, dropped at once");
       call.cpp = keep_ ? str("PyObject* ", h, "_capsule = ", factory_cpp(session), ";\nauto* ", h,
-                             " = allocator_of(", h, "_capsule);\nvoid* ", ctx, " = ", h, "->ctx;")
+                             " = allocator_of(", h, "_capsule);\n[[maybe_unused]] void* ", ctx,
+                             " = ", h, "->ctx;")
                        : str("Py_DECREF(", factory_cpp(session), ");  // asked again, dropped");
       call.python = keep_ ? str(h, "_capsule = ", factory, "\n", h, " = handler_of(", h,
                                 "_capsule)\n", ctx, " = ", h, ".ctx")
                           : str(factory, "  # asked again, dropped at once");
     }
+    session.begin_call(std::move(call));
+    session.ask_again(number, keep_);
     session.property().asked_again(session, number, keep_);
   }
 
@@ -778,7 +816,10 @@ class Contention final : public Nep49Command {
       : handler_(pick_handler(model)),
         threads_(*uniform(4, 17)),
         rounds_(*uniform(150, 401)),
-        seed_(*uniform<std::uint32_t>(1, 1u << 30)) {}
+        seed_(*uniform<std::uint32_t>(1, 1u << 30)),
+        sizes_(*rc::gen::element(ContentionSizes::classes, ContentionSizes::small,
+                                 ContentionSizes::mixed)),
+        handoff_(*rc::gen::arbitrary<bool>()) {}
 
   void checkPreconditions(const Model& model) const override {
     require(handler_ < model.handlers.size());
@@ -793,12 +834,22 @@ class Contention final : public Nep49Command {
     const std::string h = handler_name(number);
     session.trace().contention = true;
     session.begin_call(
-        {str("contend(", h, ", ", threads_, " threads, ", rounds_, " operations each, seed ",
-             seed_, ")  // ", threads_ / 2, " realloc without the GIL, ", threads_ - threads_ / 2,
-             " malloc/calloc/free one at a time under it, all at once from a barrier"),
-         str("EXPECT_EQ(contend(", h, ", ", threads_, ", ", rounds_, ", ", seed_, "u), \"\");"),
-         str("assert contend(", h, ", ", threads_, ", ", rounds_, ", ", seed_, ") == \"\"")});
-    const ContentionReport report = contend(session, {threads_, rounds_, seed_, number});
+        {str("contend(", h, ", ", threads_, " threads, ", rounds_, " operations each, seed ", seed_,
+             ", sizes ", to_int(sizes_), handoff_ ? ", handoff" : "", ")  // ",
+             realloc_threads(threads_), " realloc without the GIL, ",
+             threads_ - realloc_threads(threads_),
+             " resize under it, malloc/calloc/free one at a time under it, all at once; sizes ",
+             to_string(sizes_), handoff_ ? "; every new block passed to another thread" : ""),
+         str("// A race: the workload runs again until it fails, at most 100 times.\n",
+             "std::string failure;\nfor (int i = 0; i < 100 && failure.empty(); ++i) {\n",
+             "  failure = contend(", h, ", ", threads_, ", ", rounds_, ", ", seed_, "u, ",
+             to_int(sizes_), ", ", handoff_ ? "true" : "false", ");\n}\nEXPECT_EQ(failure, \"\");"),
+         str("# A race: the workload runs again until it fails, at most 100 times.\n",
+             "failure = ''\nfor _ in range(100):\n", "    failure = contend(", h, ", ", threads_,
+             ", ", rounds_, ", ", seed_, ", ", to_int(sizes_), ", ", handoff_ ? "True" : "False",
+             ")\n    if failure:\n        break\nassert failure == ''")});
+    const ContentionReport report =
+        contend(session, {threads_, rounds_, seed_, number, sizes_, handoff_});
     session.tally().contention_rounds += 1;
     session.tally().contention_calls += report.calls;
     session.property().contended(session, report);
@@ -809,6 +860,8 @@ class Contention final : public Nep49Command {
   int threads_;
   int rounds_;
   std::uint32_t seed_;
+  ContentionSizes sizes_;
+  bool handoff_;
 };
 
 // --- the generator -------------------------------------------------------------------------------

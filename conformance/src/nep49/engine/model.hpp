@@ -22,10 +22,10 @@ namespace emm::conformance::nep49_engine {
 enum class Origin : std::uint8_t { malloc, calloc, realloc };
 
 struct ModelBlock {
-  int id = 0;                     // 1, 2, ... in order of creation: "p3" in a reproducer
-  std::size_t size = 0;           // bytes it has now
-  std::size_t before_realloc = 0; // its size before its last realloc; 0: never reallocated
-  int handler = 0;                // index into Model::handlers of the handler that made it
+  int id = 0;                      // 1, 2, ... in order of creation: "p3" in a reproducer
+  std::size_t size = 0;            // bytes it has now
+  std::size_t before_realloc = 0;  // its size before its last realloc; 0: never reallocated
+  int handler = 1;                 // the name number (Model::handlers) of the handler that made it
   Origin origin = Origin::malloc;
 };
 

@@ -40,7 +40,7 @@ enum class CommandKind {
   realloc,          // realloc(p, n): grow, shrink, the same size
   realloc_fail,     // realloc(p, n) for more than any machine has
   free,             // free(p, size of p)
-  free_hint,        // free(p, NumPy's wrong size): 1, the pre-realloc size, smaller, larger
+  free_hint,        // free(p, a smaller size): 1, the size before a growing realloc, others
   free_null,        // free(NULL, n)
   impossible,       // malloc/calloc/realloc of SIZE_MAX and 2^62
   ask_again,        // the handler's factory asked again (a second import, a second call)
@@ -59,6 +59,9 @@ struct Plan {
   bool has_realloc = true;
   // The subject is a Python module (its factory is asked through CPython).
   bool module = false;
+  // Extra weight of large blocks (256 KiB to 8 MiB, pages and powers of two) among fresh sizes,
+  // against 6 for the usual mix (Property::large_blocks).
+  int large_blocks = 0;
 };
 
 // The largest size an ordinary request asks for: "several MiB" (spec §8), well below what a
@@ -75,6 +78,9 @@ class Property {
   virtual int sequences(int budget) const { return budget; }
   // The longest sequence.
   virtual int longest() const { return 20; }
+  // Plan::large_blocks: for a rule whose defects live where handlers treat large blocks apart
+  // (page mappings, madvise), more of them.
+  virtual int large_blocks() const { return 0; }
 
   // --- postconditions -------------------------------------------------------------------------
   // A request returned `result`: `made` is the live block it became (null when the result is

@@ -56,6 +56,10 @@ void Session::write(Block& block, std::size_t from) {
              "; expected every byte of the block writable (NEP49-5)"));
   }
   block.ranges.insert(block.ranges.end(), parts.begin(), parts.end());
+  if (block.made_at >= 1 && block.made_at <= trace_.calls.size()) {
+    trace_.calls[block.made_at - 1].then_done = true;
+    if (trace_.on_then_done) trace_.on_then_done(block.made_at - 1);
+  }
 }
 
 std::string Session::damage(const Block& block) const {
@@ -119,7 +123,10 @@ void Session::finish() {
   finished_ = true;
 }
 
-void Session::begin_call(Call call) { trace_.calls.push_back(std::move(call)); }
+void Session::begin_call(Call call) {
+  if (trace_.on_call) trace_.on_call(call);
+  trace_.calls.push_back(std::move(call));
+}
 
 void Session::fail(std::string_view what, std::string_view assertion_cpp,
                    std::string_view assertion_python) {

@@ -20,8 +20,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <typeindex>
 #include <utility>
 #include <vector>
 
@@ -34,11 +38,25 @@ namespace emm::conformance::nep49_engine {
 class Property;
 enum class CommandKind;
 
-// One call of a sequence: as the reproducer lists it, and as GoogleTest and Python code.
+// One call of a sequence: as the reproducer lists it, and as GoogleTest and Python code; then
+// what the harness did after it (writing the block's pattern), which a reproducer shows only
+// where the harness got to do it: not after a call whose result already failed the clause.
 struct Call {
-  std::string c;       // "p1 = handler->malloc(ctx, 4097)"
-  std::string cpp;     // "void* p1 = handler->malloc(ctx, 4097);\nfill(p1, 0, 4097, 1);"
-  std::string python;  // "p1 = handler.malloc(ctx, 4097)\nfill(p1, 0, 4097, 1)"
+  Call() = default;
+  Call(std::string c_text, std::string cpp_text, std::string python_text,
+       std::string cpp_then_text = {}, std::string python_then_text = {})
+      : c(std::move(c_text)),
+        cpp(std::move(cpp_text)),
+        python(std::move(python_text)),
+        cpp_then(std::move(cpp_then_text)),
+        python_then(std::move(python_then_text)) {}
+
+  std::string c;            // "p1 = handler->malloc(ctx, 4097)"
+  std::string cpp;          // "void* p1 = handler->malloc(ctx, 4097);"
+  std::string python;       // "p1 = handler.malloc(ctx, 4097)"
+  std::string cpp_then;     // "fill(p1, 0, 4097, 1);"
+  std::string python_then;  // "fill(p1, 0, 4097, 1)"
+  bool then_done = false;
 };
 
 // The calls of one sequence so far, and what a failure said about them.
@@ -48,6 +66,13 @@ struct Trace {
   std::string assertion_cpp;
   std::string assertion_python;
   bool contention = false;  // the reproducer needs the contention workload's code
+  // Told of each call as it begins, and when the harness did what follows call `index` (0-based)
+  // (a sequence run in a process of its own records them where the parent reads them).
+  std::function<void(const Call&)> on_call;
+  std::function<void(std::size_t index)> on_then_done;
+  // Told now and then that the sequence makes progress (contention threads call it, at once);
+  // a sequence that stops telling for a while hangs.
+  std::function<void()> on_progress;
 };
 
 // A live block as the harness knows it.
@@ -76,6 +101,7 @@ struct Request {
   bool expect_null = false;      // no machine can satisfy it (impossible, overflow, to failure)
   int handler = 1;               // the name number of the handler called
   std::string text;              // "malloc(4097)", "free(p3, 1)"
+  std::string result;            // the reproducer's variable for the result: "p3", "q5"
 };
 
 // What a contention command saw.
@@ -130,6 +156,14 @@ class Session {
   // answer of the factory given back. Each is a call of the trace.
   void finish();
 
+  // Per-sequence state a property keeps between its hooks, made on first use.
+  template <class T>
+  T& state() {
+    std::shared_ptr<void>& slot = states_[std::type_index(typeid(T))];
+    if (!slot) slot = std::make_shared<T>();
+    return *static_cast<T*>(slot.get());
+  }
+
   // --- the trace --------------------------------------------------------------------------------
   // Appends `call` before it is made; failures name the last call begun.
   void begin_call(Call call);
@@ -156,6 +190,7 @@ class Session {
   Tally& tally_;
   std::vector<Block> blocks_;
   std::vector<Again> again_;  // kept answers of the factory
+  std::map<std::type_index, std::shared_ptr<void>> states_;
   bool failed_ = false;
   bool finished_ = false;
 };

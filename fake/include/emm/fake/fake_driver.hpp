@@ -167,6 +167,17 @@ class FakeDriver : public Driver, public std::enable_shared_from_this<FakeDriver
   void fail_call(DriverCall call, CUresult result, std::size_t nth = 1, std::size_t times = 1);
   void clear_faults();
 
+  // --- scheduling ------------------------------------------------------------------------------
+  // With `on`, every call a plugin makes from inside its bookkeeping (allocating, freeing,
+  // pinning, exporting, pools, streams, memory queries; not the current-context calls, copies,
+  // memsets or device queries) first yields the calling thread (std::this_thread::yield()),
+  // before it takes the system's lock: a thread that reaches the driver from inside a plugin
+  // gives way there, so that other threads enter the plugin while it is still inside. Threads
+  // that call a plugin at once then interleave inside it for as long as they run, instead of
+  // each finishing its time slice alone (ALLOC-10 and LIFE-8 on the fake backend turn it on).
+  // Off by default: every yield is a system call.
+  void yield_in_calls(bool on) noexcept;
+
   // --- Driver -------------------------------------------------------------------------------
   std::string implementation_name() const override { return "fake"; }
   EMM_DRIVER_METHODS(EMM_DRIVER_DECLARE_OVERRIDE)
