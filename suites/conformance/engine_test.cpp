@@ -194,7 +194,9 @@ TEST(Engine, ALLOC_3_ACacheMustGiveBackWhatWouldSatisfyARequest) {
                        "§8 (c))"))
       << never.message;
   ASSERT_TRUE(never.reproducer.has_value());
-  EXPECT_LE(never.reproducer->calls.size(), 6u);
+  // The fill's calls (a block left for the plugin to keep, the fill, a small block on the full
+  // device, the release, the request, reset(), the request again) and at most one before them.
+  EXPECT_LE(never.reproducer->calls.size(), 8u);
   // The correct cache of the same design passes, and keeping memory is not held against it.
   for (const char* id : {"ALLOC-3", "FIN-1", "FIN-5", "LIFE-7", "DEFER-4"}) {
     const ClauseResult correct = run(subject<CacheGivesBackOnOutOfMemory>(), id);

@@ -5,6 +5,7 @@
 #include <bit>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -1220,10 +1221,32 @@ class RequestTooLarge final : public EngineCommand {
 // can hold. When that is refused, reset() releases what the plugin holds and the request is
 // made again: if it succeeds now, the plugin refused a request that releasing its held memory
 // would satisfy (spec §8 (c)).
+// Writes the first and the last byte of a block the kit received outside the model (a fill's
+// chunks and requests): a block shorter than asked fails ALLOC-1 whatever path made it (on the
+// fake a write past its driver allocation is refused; on a GPU it may land in a neighbour).
+void expect_whole(Session& session, const std::shared_ptr<MemoryPointer>& memory,
+                  std::size_t size) {
+  if (!memory || size == 0) return;
+  const std::byte byte{0x5a};
+  const CUdeviceptr first = memory->device_pointer();
+  const CUdeviceptr last = first + size - 1;
+  try {
+    session.driver().memcpy_htod(first, &byte, 1);
+    session.driver().memcpy_htod(last, &byte, 1);
+  } catch (const CudaDriverError& error) {
+    session.fail(str("expected every byte of memalloc(", size, ") at ", hex(first),
+                     " to be writable (ALLOC-1), also for a block made after out of memory; "
+                     "seen: writing its last byte at ",
+                     hex(last), " failed: ", error.what()));
+  }
+}
+
 class Fill final : public EngineCommand {
  public:
   Fill(const Model&, const Plan&)
-      : divisor_(*rc::gen::element(4, 3, 6, 8)), second_(*uniform(0, 2)) {}
+      : divisor_(*rc::gen::element(4, 3, 6, 8)),
+        second_(*uniform(0, 3)),
+        prelude_(*rc::gen::element(Prelude::none, Prelude::cached, Prelude::guarded)) {}
   void checkPreconditions(const Model& model) const override {
     // The caller holds nothing, so everything the plugin holds is its own to release; and no
     // guard is open, inside which it must not free.
@@ -1236,6 +1259,7 @@ class Fill final : public EngineCommand {
   void execute(const Model& s0, Session& session) const override {
     const std::size_t chunk =
         std::max(s0.device_capacity / static_cast<std::size_t>(divisor_) / MiB * MiB, MiB);
+    if (!run_prelude(session, chunk)) return;
     constexpr std::size_t kMaxChunks = 64;
     session.begin_call(
         {str("std::vector<std::shared_ptr<emm::MemoryPointer>> fill;  // until out of memory:\n"
@@ -1260,6 +1284,7 @@ class Fill final : public EngineCommand {
         return;
       }
     }
+    for (const std::shared_ptr<MemoryPointer>& block : fill) expect_whole(session, block, chunk);
     const std::size_t obtained = fill.size() * chunk;
     // A small request on the full device: out of memory or a block, either is fine; what it
     // leaves behind is judged by the allocations that follow (a chunk recorded before its
@@ -1268,8 +1293,9 @@ class Fill final : public EngineCommand {
         {"try { context().memalloc(4097); } catch (const emm::CudaDriverError&) {}"
          "  // on the full device",
          "try:\n    ctx.memalloc(4097)  # on the full device\nexcept Exception:\n    pass"});
+    std::shared_ptr<MemoryPointer> small;
     try {
-      std::shared_ptr<MemoryPointer> small = context.memalloc(4097);
+      small = context.memalloc(4097);
     } catch (...) {
       if (!is_out_of_memory()) {
         report.request = 4097;
@@ -1280,50 +1306,109 @@ class Fill final : public EngineCommand {
         return;
       }
     }
+    expect_whole(session, small, 4097);
+    small.reset();
     session.begin_call({"fill.clear();", "fill.clear()"});
     fill.clear();
-    const std::size_t request =
-        second_ == 0 ? obtained / 2 + 4096 + 1 : std::max(obtained / 4 * 3, MiB) + 3;
-    report.request = request;
-    session.begin_call({str("auto after_fill = context().memalloc(", request, ");"),
-                        str("after_fill = ctx.memalloc(", request, ")")});
-    try {
-      std::shared_ptr<MemoryPointer> memory = context.memalloc(request);
-      memory.reset();
+    // Half or three quarters of what the fill obtained, then nearly all the device had free
+    // before the plugin was constructed, each as one block: the last fits only when the plugin
+    // gives back, on out of memory, every block it keeps (one small block left cached in a slab,
+    // or a block a guard's end forgot, is enough to refuse it). 64 KiB are left for the driver's
+    // alignment. Each block is written at both ends: the one a plugin makes after flushing its
+    // cache is as whole as any (ALLOC-1).
+    const std::size_t before_plugin = s0.device_capacity > session.baseline().device_bytes
+                                          ? s0.device_capacity - session.baseline().device_bytes
+                                          : 0;
+    const std::size_t nearly_all = std::max(before_plugin, 2 * MiB) - 64 * KiB;
+    std::vector<std::size_t> requests;
+    if (second_ == 0) requests.push_back(obtained / 2 + 4096 + 1);
+    if (second_ == 1) requests.push_back(std::max(obtained / 4 * 3, MiB) + 3);
+    if (requests.empty() || requests.back() < nearly_all) requests.push_back(nearly_all);
+    for (const std::size_t request : requests) {
+      report.request = request;
+      session.begin_call(
+          {str("auto after_fill = context().memalloc(", request, ");  // then after_fill.reset();"),
+           str("after_fill = ctx.memalloc(", request, ")  # then del after_fill")});
+      std::shared_ptr<MemoryPointer> memory;
+      try {
+        memory = context.memalloc(request);
+      } catch (...) {
+        report.threw_out_of_memory = is_out_of_memory();
+        if (!report.threw_out_of_memory) report.other = "it threw " + describe_current_exception();
+      }
+      if (memory) {
+        expect_whole(session, memory, request);  // outside the try: its failure is the clause's
+        continue;
+      }
       report.after = session.snapshot();
-      session.property().out_of_memory(session, report);
-      return;
-    } catch (...) {
-      report.threw_out_of_memory = is_out_of_memory();
-      if (!report.threw_out_of_memory) {
-        report.other = "it threw " + describe_current_exception();
-        report.after = session.snapshot();
+      if (!report.other.empty()) {
         session.property().out_of_memory(session, report);
         return;
       }
+      session.begin_call({"context().reset();  // releases what the plugin holds",
+                          "ctx.reset()  # releases what the plugin holds"});
+      try {
+        context.reset();
+      } catch (...) {
+        session.fail_thrown("reset() to return");
+      }
+      session.begin_call({str("context().memalloc(", request, ");  // the same request again"),
+                          str("ctx.memalloc(", request, ")  # the same request again")});
+      try {
+        std::shared_ptr<MemoryPointer> again = context.memalloc(request);
+        report.after_reset_succeeded = again != nullptr;
+      } catch (...) {
+        report.after_reset_succeeded = false;
+      }
+      session.property().out_of_memory(session, report);
+      return;
     }
     report.after = session.snapshot();
-    session.begin_call({"context().reset();  // releases what the plugin holds",
-                        "ctx.reset()  # releases what the plugin holds"});
+    session.property().out_of_memory(session, report);
+    // The plugin may keep all of the device cached now, and may not give it back inside a
+    // defer_cleanup scope: the commands after the fill start from what reset() leaves.
+    session.begin_call({"context().reset();  // gives back what the fill left the plugin holding",
+                        "ctx.reset()  # gives back what the fill left the plugin holding"});
     try {
       context.reset();
     } catch (...) {
-      session.fail_thrown("reset() to return");
+      session.fail_thrown("reset() to return (the plugin's reset() releases what it holds)");
     }
-    session.begin_call({str("context().memalloc(", request, ");  // the same request again"),
-                        str("ctx.memalloc(", request, ")  # the same request again")});
-    try {
-      std::shared_ptr<MemoryPointer> memory = context.memalloc(request);
-      report.after_reset_succeeded = memory != nullptr;
-    } catch (...) {
-      report.after_reset_succeeded = false;
-    }
-    session.property().out_of_memory(session, report);
+    session.note_lifecycle(0, "reset()");
   }
 
  private:
+  // What the plugin is left holding before the fill: a small block it may cache in a slab, or
+  // a large block released inside a defer_cleanup scope that has ended since (the plugin must
+  // again be able to give it back). False when the clause already failed.
+  bool run_prelude(Session& session, std::size_t chunk) const {
+    if (prelude_ == Prelude::none) return true;
+    Context& context = session.context(0);
+    const std::size_t size = prelude_ == Prelude::cached ? 1000 : chunk / 2 + 4096;
+    const bool guarded = prelude_ == Prelude::guarded;
+    session.begin_call(
+        {str(guarded ? "{ emm::CleanupGuard scope = context().defer_cleanup(); " : "",
+             "context().memalloc(", size, ");", guarded ? " }" : "",
+             "  // released at once: the plugin may keep it"),
+         str(guarded ? "with ctx.defer_cleanup():\n    " : "", "ctx.memalloc(", size,
+             ")  # released at once: the plugin may keep it")});
+    try {
+      std::optional<CleanupGuard> scope;
+      if (guarded) scope.emplace(context.defer_cleanup());
+      std::shared_ptr<MemoryPointer> block = context.memalloc(size);
+      block.reset();
+    } catch (...) {
+      if (is_out_of_memory()) return true;  // nothing held: the fill goes on
+      session.fail_thrown(str("memalloc(", size, ") to return a block"));
+      return false;
+    }
+    return true;
+  }
+
+  enum class Prelude { none, cached, guarded };
   int divisor_;
   int second_;
+  Prelude prelude_;
 };
 
 // --- threads ------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -200,6 +201,8 @@ struct ChildPlan {
   int command_source = -1;  // command pipe's read end, or -1
   int report = -1;          // setup-failure pipe's write end (close-on-exec)
   std::size_t memory_limit = 0;
+  pid_t parent = 0;              // the forking process
+  bool die_with_parent = false;  // forked by the parent's main thread (see set_up_child)
   // exec
   const char* program = nullptr;
   char* const* argv = nullptr;
@@ -264,6 +267,14 @@ void set_up_child(ChildPlan& plan) {
   ::sigaction(SIGPIPE, &default_action, nullptr);
 
   if (::setpgid(0, 0) != 0) fail_setup(plan.report, Stage::setpgid);
+  // A child forked by the main thread dies with its parent: a certifier killed by its caller (a
+  // deadline, a CI job's timeout) must not leave a worker spinning in a hung plugin. The kernel
+  // sends the signal when the forking *thread* ends, so a child of another thread is left to its
+  // parent's own clean-up (the scheduler's, which kills its workers' groups).
+  if (plan.die_with_parent) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != plan.parent) ::_exit(127);  // the parent died before the line above
+  }
   if (plan.memory_limit != 0) {
     const rlimit data{plan.memory_limit, plan.memory_limit};
     if (::setrlimit(RLIMIT_DATA, &data) != 0) fail_setup(plan.report, Stage::rlimit_data);
@@ -623,6 +634,8 @@ std::unique_ptr<detail::ChildState> spawn(std::function<int()>* body, const std:
   plan.command_source = fds.command.read;
   plan.report = fds.report.write;
   plan.memory_limit = options.memory_limit_bytes;
+  plan.parent = ::getpid();
+  plan.die_with_parent = ::syscall(SYS_gettid) == plan.parent;
 
   std::vector<std::string> argv_text, env_text;
   std::vector<char*> argv, envp;

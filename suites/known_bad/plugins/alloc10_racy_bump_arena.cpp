@@ -2,7 +2,9 @@
 // with an unsynchronised read-then-write of the arena's fill mark: two threads allocating at the
 // same moment read the same mark and get the same block. Frees and arena changes are locked, so
 // the race shows only while threads allocate together. Arenas are kept until reset(), so the
-// plugin declares no_caching=false. Every access is atomic (the race corrupts the allocator's
+// plugin declares no_caching=false; nor are they given back when memory runs out, which ALLOC-3
+// finds as well (spec §8 (c): the fill's last request fits only after reset()). Every access is
+// atomic (the race corrupts the allocator's
 // answers, never the process); the yield widens the window.
 #include <atomic>
 #include <map>
