@@ -195,9 +195,9 @@ std::shared_ptr<MemoryPointer> PoolMemoryManager::memalloc(std::size_t size) {
       base = driver.mem_alloc(slab_size);
     } catch (const CudaDriverError& error) {
       if (error.code() != CUDA_ERROR_OUT_OF_MEMORY) throw;
-      // Give back what the pool holds unused (this thread's parked blocks included), then ask
+      // Give back what the pool holds unused (every thread's parked blocks included), then ask
       // once more for no more than needed.
-      if (caches != nullptr) caches->flush(state);
+      state.flush_thread_caches();
       if (state.defer_depth.load(std::memory_order_acquire) == 0) state.trim_all(0);
       slab_size = need;
       try {

@@ -1,9 +1,10 @@
 // FakeDriver: primary contexts (retain counts per process and device) and the current context
 // of each thread. The fake's only contexts are primary contexts: the handle of device d's is
 // kPrimaryContextBase + d.
+#include <array>
 #include <cstdint>
 #include <string>
-#include <unordered_map>
+#include <type_traits>
 
 #include "emm/errors.hpp"
 #include "fake_process.hpp"
@@ -13,9 +14,25 @@ namespace {
 
 constexpr std::uintptr_t kPrimaryContextBase = 0x1000;
 
-// The current context of each simulated process, per thread (cuCtxSetCurrent is per thread).
-// Keyed by the process serial, which is never reused.
-thread_local std::unordered_map<std::uint64_t, CUcontext> t_current_context;
+// The current context of each simulated process, per thread (cuCtxSetCurrent is per thread),
+// keyed by the process serial, which is never reused. Trivially destructible, so that a
+// thread_local destructor running as the thread exits can still reach the driver, as it can
+// reach CUDA's (whose per-thread state outlives the thread's C++ thread_local objects): a
+// std::unordered_map here was destroyed before a later-constructed object's destructor freed
+// memory on that thread. A thread holds one slot per process it made a context current in;
+// when all are taken, the one set longest ago is reused (a thread that has made contexts of
+// more processes current than there are slots is not one the kit creates).
+struct CurrentContexts {
+  struct Slot {
+    std::uint64_t serial;  // 0: free
+    CUcontext context;
+    std::uint64_t set_at;
+  };
+  std::array<Slot, 64> slots;
+  std::uint64_t clock;
+};
+thread_local CurrentContexts t_current_contexts;  // zero-initialized
+static_assert(std::is_trivially_destructible_v<CurrentContexts>);
 
 }  // namespace
 
@@ -25,16 +42,32 @@ using fake_detail::hex;
 // --- the process's side --------------------------------------------------------------------------
 
 CUcontext FakeDriver::Process::current_context() const {
-  auto it = t_current_context.find(serial);
-  return it == t_current_context.end() ? nullptr : it->second;
+  for (const CurrentContexts::Slot& slot : t_current_contexts.slots) {
+    if (slot.serial == serial) return slot.context;
+  }
+  return nullptr;
 }
 
 void FakeDriver::Process::set_current_context(CUcontext context) {
-  if (context == nullptr) {
-    t_current_context.erase(serial);
-  } else {
-    t_current_context[serial] = context;
+  CurrentContexts& current = t_current_contexts;
+  CurrentContexts::Slot* target = nullptr;
+  for (CurrentContexts::Slot& slot : current.slots) {
+    if (slot.serial == serial) {
+      target = &slot;
+      break;
+    }
+    if (context != nullptr &&
+        (target == nullptr ||
+         (target->serial != 0 && (slot.serial == 0 || slot.set_at < target->set_at)))) {
+      target = &slot;  // a free slot, else the one set longest ago
+    }
   }
+  if (target == nullptr) return;  // clearing a context this thread never had current
+  if (context == nullptr) {
+    if (target->serial == serial) *target = CurrentContexts::Slot{0, nullptr, 0};
+    return;
+  }
+  *target = CurrentContexts::Slot{serial, context, ++current.clock};
 }
 
 std::optional<int> FakeDriver::Process::context_device(CUcontext context) const {

@@ -197,6 +197,17 @@ std::optional<int> FakeDriver::allocation_device(CUdeviceptr pointer) const {
   return process_->system.blocks.at(it->second.block).device;
 }
 
+std::optional<AddressRange> FakeDriver::live_allocation_containing(CUdeviceptr pointer) const {
+  std::lock_guard lock(process_->system.mutex);
+  auto& mappings = process_->mappings;
+  auto it = mappings.upper_bound(pointer);
+  if (it == mappings.begin()) return std::nullopt;
+  --it;
+  const std::size_t extent = std::max<std::size_t>(it->second.size, 1);
+  if (it->second.imported || pointer - it->first >= extent) return std::nullopt;
+  return AddressRange{it->first, it->second.size};
+}
+
 MemoryInfo FakeDriver::mem_get_info() {
   auto lock = process_->enter(Call::cuMemGetInfo);
   const int device = process_->require_context(Call::cuMemGetInfo);

@@ -31,12 +31,7 @@ class FakeBackend final : public Backend {
   }
   std::size_t memory_slack() const noexcept override { return 0; }
   std::optional<AddressRange> driver_block(CUdeviceptr pointer) override {
-    for (const AddressRange& range : fake_->live_allocations()) {
-      if (pointer >= range.base && pointer < range.base + std::max<std::size_t>(range.size, 1)) {
-        return range;
-      }
-    }
-    return std::nullopt;
+    return fake_->live_allocation_containing(pointer);
   }
   std::optional<int> block_device(CUdeviceptr pointer) override {
     return fake_->allocation_device(pointer);

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <condition_variable>
+#include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -1243,10 +1246,11 @@ void expect_whole(Session& session, const std::shared_ptr<MemoryPointer>& memory
 
 class Fill final : public EngineCommand {
  public:
-  Fill(const Model&, const Plan&)
+  Fill(const Model&, const Plan& plan)
       : divisor_(*rc::gen::element(4, 3, 6, 8)),
         second_(*uniform(0, 3)),
-        prelude_(*rc::gen::element(Prelude::none, Prelude::cached, Prelude::guarded)) {}
+        prelude_(*rc::gen::elementOf(preludes(plan))),
+        read_info_(plan.capabilities.memory_info) {}
   void checkPreconditions(const Model& model) const override {
     // The caller holds nothing, so everything the plugin holds is its own to release; and no
     // guard is open, inside which it must not free.
@@ -1259,7 +1263,12 @@ class Fill final : public EngineCommand {
   void execute(const Model& s0, Session& session) const override {
     const std::size_t chunk =
         std::max(s0.device_capacity / static_cast<std::size_t>(divisor_) / MiB * MiB, MiB);
-    if (!run_prelude(session, chunk)) return;
+    std::optional<OtherThread> other;
+    if (prelude_ == Prelude::other_thread) {
+      other.emplace(session, chunk);
+    } else if (!run_prelude(session, chunk)) {
+      return;
+    }
     constexpr std::size_t kMaxChunks = 64;
     session.begin_call(
         {str("std::vector<std::shared_ptr<emm::MemoryPointer>> fill;  // until out of memory:\n"
@@ -1308,6 +1317,18 @@ class Fill final : public EngineCommand {
     }
     expect_whole(session, small, 4097);
     small.reset();
+    if (read_info_) {
+      // Memory info on the device the fill left full (its counts at their extremes).
+      session.begin_call({"context().get_memory_info();  // on the full device",
+                          "ctx.get_memory_info()  # on the full device"});
+      std::optional<MemoryInfo> info;
+      try {
+        info = context.get_memory_info();
+      } catch (...) {
+        session.property().memory_info(session, 0, std::nullopt, session.snapshot());
+      }
+      if (info) session.property().memory_info(session, 0, info, session.snapshot());
+    }
     session.begin_call({"fill.clear();", "fill.clear()"});
     fill.clear();
     // Half or three quarters of what the fill obtained, then nearly all the device had free
@@ -1405,10 +1426,80 @@ class Fill final : public EngineCommand {
     return true;
   }
 
-  enum class Prelude { none, cached, guarded };
+  // other_thread: blocks made and released on another thread, which stays alive (and keeps
+  // whatever the plugin caches for it) until the fill is over; only for a plugin that declares
+  // thread_safe.
+  enum class Prelude { none, cached, guarded, other_thread };
+  static std::vector<Prelude> preludes(const Plan& plan) {
+    std::vector<Prelude> all{Prelude::none, Prelude::cached, Prelude::guarded};
+    if (plan.capabilities.thread_safe) all.push_back(Prelude::other_thread);
+    return all;
+  }
+
+  // The other_thread prelude's thread: started by the constructor, which returns once the
+  // thread has made and released its blocks (a small one, one of a page and a byte, and half a
+  // chunk); told to end, and joined, by the destructor.
+  class OtherThread {
+   public:
+    OtherThread(Session& session, std::size_t chunk) {
+      session.begin_call(
+          {str("std::thread other([&] {  // alive until the fill is over\n"
+               "  context().make_current();\n  for (std::size_t n : {1000, 4097, ",
+               chunk / 2 + 4096,
+               "}) context().memalloc(n);  // released at once: the plugin may keep them\n"
+               "  /* waits */\n});"),
+           str("def _other():  # alive until the fill is over\n    for n in (1000, 4097, ",
+               chunk / 2 + 4096,
+               "):\n        ctx.memalloc(n)\n    _done.wait()\n"
+               "_t = threading.Thread(target=_other); _t.start()")});
+      Context& context = session.context(0);
+      thread_ = std::thread([this, &context, chunk] {
+        std::string failure;
+        try {
+          context.make_current();
+          for (const std::size_t size : {std::size_t{1000}, std::size_t{4097}, chunk / 2 + 4096}) {
+            std::shared_ptr<MemoryPointer> block = context.memalloc(size);
+            block.reset();
+          }
+        } catch (...) {
+          if (!is_out_of_memory()) {
+            failure = "memalloc on another thread threw " + describe_current_exception();
+          }
+        }
+        std::unique_lock lock(mutex_);
+        failure_ = std::move(failure);
+        ready_ = true;
+        changed_.notify_all();
+        changed_.wait(lock, [this] { return stop_; });
+      });
+      std::unique_lock lock(mutex_);
+      changed_.wait(lock, [this] { return ready_; });
+      if (!failure_.empty()) session.fail(failure_);
+    }
+    ~OtherThread() {
+      {
+        std::lock_guard lock(mutex_);
+        stop_ = true;
+      }
+      changed_.notify_all();
+      thread_.join();
+    }
+    OtherThread(const OtherThread&) = delete;
+    OtherThread& operator=(const OtherThread&) = delete;
+
+   private:
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    bool ready_ = false;  // mutex_
+    bool stop_ = false;   // mutex_
+    std::string failure_;
+    std::thread thread_;
+  };
+
   int divisor_;
   int second_;
   Prelude prelude_;
+  bool read_info_;
 };
 
 // --- threads ------------------------------------------------------------------------------------
@@ -1416,7 +1507,13 @@ class Fill final : public EngineCommand {
 // Many threads inside the plugin at once for the whole command: each makes and releases
 // allocations (and views of them) back to back, with no driver call of the harness between, so
 // that a missing lock in the plugin meets another thread (ALLOC-10). Live ranges are kept in
-// one map, updated before a reference is dropped and after one is made.
+// one map, updated before a reference is dropped and after one is made. Mixed in, as the
+// command was generated: defer_cleanup scopes opened and ended on the threads, pinned host
+// memory (memhostalloc and mempin) made and released there, get_memory_info() and
+// get_ipc_handle() where the plugin declares them, and (on the fake) last references dropped,
+// and a block asked for, from a thread_local destructor as the thread exits, after whatever
+// the plugin keeps per thread is gone. Every locked path of a thread-safe plugin then meets a
+// second thread, which a race detector sees.
 class Threads final : public EngineCommand {
  public:
   // Fewer operations on a GPU, where a pass-through plugin's release is a cuMemFree that
@@ -1424,44 +1521,83 @@ class Threads final : public EngineCommand {
   Threads(const Model&, const Plan& plan)
       : threads_(*uniform(2, 9)),
         operations_(plan.backend == BackendKind::gpu ? *uniform(16, 129) : *uniform(64, 513)),
-        seed_(*uniform<std::uint32_t>(0, 1u << 20)) {}
-  void show(std::ostream& os) const override { os << threads_ << " threads"; }
+        seed_(*uniform<std::uint32_t>(0, 1u << 20)),
+        guards_(*uniform(0, 2) == 1),
+        host_(*uniform(0, 2) == 1),
+        info_(plan.capabilities.memory_info && *uniform(0, 2) == 1),
+        ipc_(plan.capabilities.ipc && *uniform(0, 2) == 1),
+        at_exit_(plan.backend == BackendKind::fake && *uniform(0, 2) == 1) {}
+  void show(std::ostream& os) const override {
+    os << threads_ << " threads";
+    if (guards_) os << " +guards";
+    if (host_) os << " +pinned";
+    if (info_) os << " +info";
+    if (ipc_) os << " +ipc";
+    if (at_exit_) os << " +exit";
+  }
 
  protected:
   CommandKind kind() const override { return CommandKind::threads; }
   void execute(const Model&, Session& session) const override {
-    session.begin_call(
-        {str("std::vector<std::thread> threads;  // ", threads_, " threads at once, ", operations_,
-             " memalloc/release each:\nfor (int t = 0; t < ", threads_,
-             "; ++t) threads.emplace_back([&, t] {\n  context().make_current();\n"
-             "  std::vector<std::shared_ptr<emm::MemoryPointer>> live;\n  for (int i = 0; i < ",
-             operations_,
-             "; ++i) {\n    if (live.size() < 8 && (i + t) % 3 != 0) "
-             "live.push_back(context().memalloc(16 * (1 + (i * 7 + t) % 128)));\n"
-             "    else if (!live.empty()) live.erase(live.begin() + (i % live.size()));\n  }\n"
-             "});\nfor (auto& thread : threads) thread.join();  // no two live blocks may overlap"),
-         str("def _work(t):\n    live = []\n    for i in range(", operations_,
-             "):\n        if len(live) < 8 and (i + t) % 3:\n            "
-             "live.append(ctx.memalloc(16 * "
-             "(1 + (i * 7 + t) % 128)))\n        elif live:\n            del live[i % len(live)]\n"
-             "_ts = [threading.Thread(target=_work, args=(t,)) for t in range(",
-             threads_, ")]\nfor _t in _ts: _t.start()\nfor _t in _ts: _t.join()")});
+    session.begin_call({cpp_text(), python_text()});
     Context& context = session.context(0);
     ThreadReport report;
     report.threads = threads_;
     report.before = session.snapshot();
     std::mutex mutex;
-    std::map<CUdeviceptr, std::pair<std::size_t, std::string>> live;  // guarded by mutex
-    std::string failure;                                              // guarded by mutex
+    std::map<CUdeviceptr, std::pair<std::size_t, std::string>> live;          // guarded by mutex
+    std::map<std::uintptr_t, std::pair<std::size_t, std::string>> host_live;  // by mutex
+    std::string failure;                                                      // by mutex
     std::atomic<std::size_t> operations{0};
     std::atomic<int> waiting{threads_};
     auto note_failure = [&](std::string text) {
       std::lock_guard lock(mutex);
       if (failure.empty()) failure = std::move(text);
     };
+    // Records [begin, begin + size) as live in `ranges`; the description of a live range it
+    // overlaps, or "" (then it is recorded). Mutex held.
+    auto claim = [](auto& ranges, std::uintptr_t begin, std::size_t size, std::string what) {
+      auto next = ranges.lower_bound(begin);
+      if (next != ranges.end() && next->first < begin + size) return next->second.second;
+      if (next != ranges.begin()) {
+        auto before = std::prev(next);
+        if (before->first + before->second.first > begin) return before->second.second;
+      }
+      ranges[begin] = {size, std::move(what)};
+      return std::string();
+    };
     auto work = [&](int thread) {
+      // Destroyed as the thread exits, after the thread_local state the plugin made on this
+      // thread's first call (constructed later, so destroyed earlier).
+      struct AtExit {
+        std::vector<std::shared_ptr<MemoryPointer>> keep;
+        std::function<void()> then;
+        ~AtExit() {
+          keep.clear();
+          if (then) then();
+        }
+      };
+      thread_local AtExit at_exit;
       std::mt19937 random(seed_ + static_cast<std::uint32_t>(thread) * 7919u);
       std::vector<std::shared_ptr<MemoryPointer>> mine;
+      struct Host {
+        HostAllocation allocation;
+        std::byte* bytes;
+        std::size_t size;
+        std::uint64_t tag;
+        bool pinned_range;  // mempin of this thread's buffer, else memhostalloc
+      };
+      std::vector<Host> hosts;
+      // mempin's range lies in this buffer, one live pin at a time: pins never share a page
+      // (the driver refuses overlapping registrations), the buffer being pages of its own.
+      std::shared_ptr<std::byte> buffer(
+          static_cast<std::byte*>(std::aligned_alloc(kPinPage, kPinBufferPages * kPinPage)),
+          [](std::byte* bytes) { std::free(bytes); });
+      if (!buffer) {
+        note_failure(str("thread ", thread, ": the harness could not allocate its pin buffer"));
+        return;
+      }
+      CleanupGuard guard;
       try {
         context.make_current();  // CUDA's current context is per thread
       } catch (...) {
@@ -1470,10 +1606,85 @@ class Threads final : public EngineCommand {
       }
       waiting.fetch_sub(1);
       while (waiting.load() > 0) std::this_thread::yield();
+      auto drop_host = [&](std::size_t index) {
+        Host& host = hosts[index];
+        std::uint64_t seen[2] = {0, 0};
+        std::memcpy(&seen[0], host.bytes, 8);
+        std::memcpy(&seen[1], host.bytes + host.size - 8, 8);
+        if (seen[0] != host.tag || seen[1] != host.tag) {
+          note_failure(str("thread ", thread, "'s live ",
+                           host.pinned_range ? "mempin" : "memhostalloc", "(", host.size, ") at ",
+                           hex(reinterpret_cast<std::uintptr_t>(host.bytes)),
+                           " lost its bytes (tag ", hex(host.tag), ", seen ", hex(seen[0]), "/",
+                           hex(seen[1]), "): another thread was given the same memory"));
+        }
+        {
+          std::lock_guard lock(mutex);
+          if (!host.pinned_range) host_live.erase(reinterpret_cast<std::uintptr_t>(host.bytes));
+        }
+        std::swap(hosts[index], hosts.back());
+        hosts.pop_back();
+      };
+      auto host_step = [&](int i) {
+        if (!hosts.empty() && (hosts.size() >= 3 || random() % 2 == 0)) {
+          drop_host(random() % hosts.size());
+          return;
+        }
+        const bool pin =
+            random() % 2 == 0 &&
+            std::none_of(hosts.begin(), hosts.end(), [](const Host& h) { return h.pinned_range; });
+        const std::size_t size = 16 + random() % (pin ? 2 * kPinPage : 3 * kPinPage);
+        HostAllocation allocation;
+        std::byte* bytes = nullptr;
+        if (pin) {
+          bytes = buffer.get() + 1 + random() % (kPinPage - 1);  // not page-aligned
+          allocation = context.mempin(buffer, bytes, size);
+        } else {
+          allocation = context.memhostalloc(size, false, random() % 2 == 0, random() % 4 == 0);
+          bytes = static_cast<std::byte*>(allocation.host_pointer());
+        }
+        if (allocation.empty() || bytes == nullptr) {
+          note_failure(str("thread ", thread, ": ", pin ? "mempin" : "memhostalloc", "(", size,
+                           ") returned an empty allocation"));
+          return;
+        }
+        if (!pin) {
+          std::lock_guard lock(mutex);
+          const std::string clash =
+              claim(host_live, reinterpret_cast<std::uintptr_t>(bytes), size,
+                    str("thread ", thread, "'s live memhostalloc(", size, ") at ",
+                        hex(reinterpret_cast<std::uintptr_t>(bytes))));
+          if (!clash.empty() && failure.empty()) {
+            failure = str("thread ", thread, "'s memhostalloc(", size, ") = [",
+                          hex(reinterpret_cast<std::uintptr_t>(bytes)), ", ",
+                          hex(reinterpret_cast<std::uintptr_t>(bytes) + size), ") overlaps ", clash,
+                          ", live at the same time: two threads were given the same "
+                          "pinned memory");
+          }
+        }
+        const std::uint64_t tag = (std::uint64_t(thread + 1) << 48) | (0x4000u + std::uint64_t(i));
+        std::memcpy(bytes, &tag, 8);
+        std::memcpy(bytes + size - 8, &tag, 8);
+        hosts.push_back({std::move(allocation), bytes, size, tag, pin});
+      };
       for (int i = 0; i < operations_; ++i) {
-        const bool allocate = mine.empty() || (mine.size() < 8 && random() % 3 != 0);
+        const unsigned pick = random() % 16;
         try {
-          if (allocate) {
+          if (guards_ && pick == 0) {
+            if (guard.active()) {
+              guard.release();
+            } else {
+              guard = context.defer_cleanup();
+            }
+          } else if (host_ && pick == 1) {
+            host_step(i);
+          } else if (info_ && pick == 2) {
+            // Its figures are INFO-1's to judge, between commands: figures read while other
+            // threads allocate may be of no single moment. Here it is a path a lock guards.
+            (void)context.get_memory_info();
+          } else if (ipc_ && pick == 3 && !mine.empty()) {
+            (void)context.get_ipc_handle(mine[random() % mine.size()]);
+          } else if (mine.empty() || (mine.size() < 8 && random() % 3 != 0)) {
             const std::size_t size =
                 random() % 5 == 0 ? 4096 + 1 + random() % 65536 : 16 * (1 + random() % 128);
             std::shared_ptr<MemoryPointer> memory = context.memalloc(size);
@@ -1484,14 +1695,9 @@ class Threads final : public EngineCommand {
             const CUdeviceptr pointer = memory->device_pointer();
             {
               std::lock_guard lock(mutex);
-              auto next = live.lower_bound(pointer);
-              std::string clash;
-              if (next != live.end() && next->first < pointer + size) {
-                clash = next->second.second;
-              } else if (next != live.begin()) {
-                auto before = std::prev(next);
-                if (before->first + before->second.first > pointer) clash = before->second.second;
-              }
+              const std::string clash =
+                  claim(live, pointer, size,
+                        str("thread ", thread, "'s live memalloc(", size, ") at ", hex(pointer)));
               if (!clash.empty()) {
                 if (failure.empty()) {
                   failure = str("thread ", thread, "'s memalloc(", size, ") = [", hex(pointer),
@@ -1500,8 +1706,6 @@ class Threads final : public EngineCommand {
                 }
                 return;
               }
-              live[pointer] = {
-                  size, str("thread ", thread, "'s live memalloc(", size, ") at ", hex(pointer))};
             }
             if (random() % 4 == 0) {
               auto view = memory->view(std::min<std::size_t>(16, size));  // refct up and down
@@ -1518,13 +1722,32 @@ class Threads final : public EngineCommand {
           }
           operations.fetch_add(1);
         } catch (...) {
-          note_failure(str("thread ", thread, (allocate ? " allocating" : " releasing"), ": ",
-                           describe_current_exception()));
+          note_failure(
+              str("thread ", thread, " (operation ", i, "): ", describe_current_exception()));
           return;
         }
       }
+      try {
+        while (!hosts.empty()) drop_host(hosts.size() - 1);
+        guard.release();
+      } catch (...) {
+        note_failure(str("thread ", thread, ": ", describe_current_exception()));
+      }
       std::lock_guard lock(mutex);
       for (const auto& memory : mine) live.erase(memory->device_pointer());
+      if (at_exit_) {
+        // The last references go as the thread exits, and one more block is asked for then.
+        at_exit.keep = std::move(mine);
+        at_exit.then = [&context, &note_failure, thread] {
+          try {
+            std::shared_ptr<MemoryPointer> late = context.memalloc(4096 + 16);
+            late.reset();
+          } catch (...) {
+            note_failure(str("thread ", thread, " at its exit (a thread_local destructor): ",
+                             describe_current_exception()));
+          }
+        };
+      }
       mine.clear();
     };
     std::vector<std::thread> workers;
@@ -1539,9 +1762,64 @@ class Threads final : public EngineCommand {
   }
 
  private:
+  std::string extras_cpp() const {
+    std::string text;
+    if (guards_)
+      text += "    // 1 in 16: open or end this thread's context().defer_cleanup() scope\n";
+    if (host_) {
+      text +=
+          "    // 1 in 16: memhostalloc(16..12304, false, portable?, wc?) or mempin of an\n"
+          "    //          unaligned range of this thread's buffer, or release one (<= 3 "
+          "live)\n";
+    }
+    if (info_) text += "    // 1 in 16: context().get_memory_info()\n";
+    if (ipc_) text += "    // 1 in 16: context().get_ipc_handle(one of live)\n";
+    return text;
+  }
+  std::string cpp_text() const {
+    return str(
+        "std::vector<std::thread> threads;  // ", threads_, " threads at once, ", operations_,
+        " operations each:\nfor (int t = 0; t < ", threads_,
+        "; ++t) threads.emplace_back([&, t] {\n",
+        at_exit_ ? "  thread_local Keep at_exit;  // its destructor drops `live` and calls "
+                   "memalloc(4112) as the thread exits\n"
+                 : "",
+        "  context().make_current();\n"
+        "  std::vector<std::shared_ptr<emm::MemoryPointer>> live;\n  for (int i = 0; i < ",
+        operations_, "; ++i) {\n", extras_cpp(),
+        "    if (live.size() < 8 && (i + t) % 3 != 0) "
+        "live.push_back(context().memalloc(16 * (1 + (i * 7 + t) % 128)));\n"
+        "    else if (!live.empty()) live.erase(live.begin() + (i % live.size()));\n  }\n",
+        at_exit_ ? "  at_exit.live = std::move(live);\n" : "",
+        "});\nfor (auto& thread : threads) thread.join();  // no two live blocks may overlap");
+  }
+  std::string python_text() const {
+    return str(
+        "def _work(t):\n    live = []\n    for i in range(", operations_,
+        "):\n        if len(live) < 8 and (i + t) % 3:\n            "
+        "live.append(ctx.memalloc(16 * "
+        "(1 + (i * 7 + t) % 128)))\n        elif live:\n            del live[i % len(live)]\n",
+        guards_ || host_ || info_ || ipc_
+            ? "        # and now and then: defer_cleanup scopes, memhostalloc/mempin, "
+              "get_memory_info(), get_ipc_handle()\n"
+            : "",
+        "_ts = [threading.Thread(target=_work, args=(t,)) for t in range(", threads_,
+        ")]\nfor _t in _ts: _t.start()\nfor _t in _ts: _t.join()");
+  }
+
+  // Each thread's mempin buffer: pages of its own, large enough for a range of up to two pages
+  // and 16 bytes starting anywhere in the first page.
+  static constexpr std::size_t kPinPage = 4096;
+  static constexpr std::size_t kPinBufferPages = 4;
+
   int threads_;
   int operations_;
   std::uint32_t seed_;
+  bool guards_;
+  bool host_;
+  bool info_;
+  bool ipc_;
+  bool at_exit_;
 };
 
 // reset() on this thread while 2-4 other threads drop every reference to the live device memory

@@ -249,7 +249,10 @@ void Session::close_runtime() {
 Allocation& Session::record(Allocation allocation) {
   allocation.seed = mix(static_cast<std::uint64_t>(allocation.model.id) * 0x2545F4914F6CDD1Dull);
   const int id = allocation.model.id;
-  return allocations_.insert_or_assign(id, std::move(allocation)).first->second;
+  Allocation& recorded = allocations_.insert_or_assign(id, std::move(allocation)).first->second;
+  by_address_.emplace(recorded.address(), id);
+  largest_extent_ = std::max(largest_extent_, recorded.model.size);
+  return recorded;
 }
 
 std::byte* Session::buffer(int index) const {
@@ -333,11 +336,24 @@ Snapshot Session::snapshot() {
 const Allocation* Session::overlapping(const Allocation& self) const {
   const std::uintptr_t begin = self.address();
   const std::uintptr_t end = begin + std::max<std::size_t>(self.model.size, 1);
-  for (const auto& [id, other] : allocations_) {
-    if (id == self.model.id || other.released || other.orphaned || other.freed) continue;
-    const std::uintptr_t other_begin = other.address();
-    const std::uintptr_t other_end = other_begin + std::max<std::size_t>(other.model.size, 1);
-    if (begin < other_end && other_begin < end) return &other;
+  // Every block starting before `end` and less than the largest extent before `begin`.
+  const std::uintptr_t lowest = begin > largest_extent_ ? begin - largest_extent_ : 0;
+  auto it = by_address_.lower_bound(end);
+  while (it != by_address_.begin()) {
+    --it;
+    if (it->first < lowest) break;
+    const auto found = allocations_.find(it->second);
+    const bool stale = found == allocations_.end() || found->second.released ||
+                       found->second.orphaned || found->second.freed ||
+                       found->second.address() != it->first;
+    if (stale) {
+      it = by_address_.erase(it);
+      continue;
+    }
+    const Allocation& other = found->second;
+    if (other.model.id == self.model.id) continue;
+    const std::uintptr_t other_end = it->first + std::max<std::size_t>(other.model.size, 1);
+    if (begin < other_end) return &other;
   }
   return nullptr;
 }

@@ -233,6 +233,12 @@ class Session {
   Replay replay_;
   int contexts_ = 0;  // devices with a context: 0 for Start::none
   std::map<int, Allocation> allocations_;
+  // overlapping()'s index: allocations by start address, with the largest extent recorded. An
+  // entry whose allocation was released (or recorded again elsewhere) since is dropped when a
+  // query meets it, so a long sequence's queries stay logarithmic rather than scanning every
+  // allocation it ever made.
+  mutable std::multimap<std::uintptr_t, int> by_address_;
+  std::size_t largest_extent_ = 1;
   std::vector<std::shared_ptr<Buffer>> buffers_;
   std::size_t buffer_size_ = 0;
   Snapshot baseline_;

@@ -31,21 +31,27 @@ void ThreadCache::retire(const std::shared_ptr<ThreadCache>& cache) noexcept {
 
 void ThreadCache::flush(bool unregister) {
   FirstError first;
-  for (std::size_t c = 0; c < lists_.size(); ++c) {
-    std::vector<Item>& list = lists_[c];
-    const std::size_t size = (c + 1) * SlabAllocator::kAlignment;
-    while (!list.empty()) {
-      const Item item = list.back();
-      list.pop_back();
-      std::lock_guard lock(item.arena->mutex);
-      // The counts change under the arena's lock, so statistics (which holds every arena lock)
-      // never sees the block both parked and free.
+  std::vector<std::pair<Item, std::size_t>> parked;  // taken out first: an arena lock comes first
+  {
+    std::lock_guard lock(lists_mutex_);
+    for (std::size_t c = 0; c < lists_.size(); ++c) {
+      const std::size_t size = (c + 1) * SlabAllocator::kAlignment;
+      for (const Item& item : lists_[c]) parked.emplace_back(item, size);
+      lists_[c].clear();
+    }
+  }
+  for (const auto& [item, size] : parked) {
+    std::lock_guard lock(item.arena->mutex);
+    {
+      // The counts change under the arena's lock, so statistics (which holds every arena
+      // lock) never sees the block both parked and free.
+      std::lock_guard counts(lists_mutex_);
       bytes_ -= size;
       --blocks_;
       publish();
-      if (state->generation.load(std::memory_order_relaxed) != generation) continue;  // inert
-      first.run([&] { state->free_block(*item.arena, item.block); });
     }
+    if (state->generation.load(std::memory_order_relaxed) != generation) continue;  // inert
+    first.run([&] { state->free_block(*item.arena, item.block); });
   }
   if (unregister) {
     std::lock_guard lock(state->registry_mutex);
@@ -174,10 +180,15 @@ std::shared_ptr<ThreadCache>* ThreadCaches::find_slow(PoolState& state, std::uin
   return last_ = &caches_.back();
 }
 
-void ThreadCaches::flush(PoolState& state) {
-  for (const auto& cache : caches_) {
-    if (cache->state.get() == &state) cache->flush(false);
+void PoolState::flush_thread_caches() {
+  std::vector<std::shared_ptr<ThreadCache>> current;
+  {
+    std::lock_guard lock(registry_mutex);
+    current = caches;
   }
+  FirstError first;
+  for (const auto& cache : current) first.run([&] { cache->flush(false); });
+  first.rethrow();
 }
 
 namespace {

@@ -74,11 +74,12 @@ struct alignas(64) Arena {
   const std::size_t index;
 };
 
-// Freed small blocks of one pool kept by one thread, per exact size. Only the owning thread
-// touches the lists; the byte and block counts are published for statistics and
-// get_memory_info. A parked block stays allocated in its arena's SlabAllocator (so no one else
-// gets it: ALLOC-2) and is given back when its list is full, when the thread exits, or when
-// cuMemAlloc runs out of memory on this thread. Block descriptors are only dereferenced under
+// Freed small blocks of one pool kept by one thread, per exact size. The owning thread parks
+// and takes blocks; any thread may flush them; the byte and block counts are published for
+// statistics and get_memory_info. A parked block stays allocated in its arena's SlabAllocator
+// (so no one else gets it: ALLOC-2) and is given back when its list is full, when the thread
+// exits, or when cuMemAlloc runs out of memory on any thread (the blocks another thread keeps
+// are memory the pool holds too: spec §8 (c)). Block descriptors are only dereferenced under
 // their arena's lock with the generation checked: the address a block is handed out at is
 // cached beside it.
 struct ThreadCache {
@@ -118,6 +119,7 @@ struct ThreadCache {
 
   // Parks a freed block of `size` bytes (rounded); false when the bounds say it must go back.
   bool put(const Item& item, std::size_t size) {
+    std::lock_guard lock(lists_mutex_);
     std::vector<Item>& list = lists_[size / SlabAllocator::kAlignment - 1];
     if (list.size() >= kMaxBlocksPerClass || (list.size() + 1) * size > kMaxBytesPerClass ||
         bytes_ + size > kMaxBytes) {
@@ -132,6 +134,7 @@ struct ThreadCache {
 
   // A parked block of exactly `size` bytes (rounded), if there is one.
   bool take(std::size_t size, Item& item) noexcept {
+    std::lock_guard lock(lists_mutex_);
     std::vector<Item>& list = lists_[size / SlabAllocator::kAlignment - 1];
     if (list.empty()) return false;
     item = list.back();
@@ -142,9 +145,9 @@ struct ThreadCache {
     return true;
   }
 
-  // Gives every parked block back to its arena (out of memory, thread exit) and, with
-  // `unregister`, leaves the pool's registry. Takes the arena locks one at a time; no lock may
-  // be held by the caller.
+  // Gives every parked block back to its arena (out of memory on any thread, thread exit) and,
+  // with `unregister`, leaves the pool's registry. Any thread. Takes the arena locks one at a
+  // time; no lock may be held by the caller.
   void flush(bool unregister);
 
   const std::shared_ptr<PoolState> state;
@@ -157,9 +160,12 @@ struct ThreadCache {
     published_blocks.store(blocks_, std::memory_order_relaxed);
   }
 
-  std::array<std::vector<Item>, kClasses> lists_;
-  std::size_t bytes_ = 0;  // owner thread only
-  std::size_t blocks_ = 0;
+  // Taken by the owner around put() and take() (uncontended but for a flush from another
+  // thread) and by flush(). Lock order: an arena's lock, then this one.
+  std::mutex lists_mutex_;
+  std::array<std::vector<Item>, kClasses> lists_;  // lists_mutex_
+  std::size_t bytes_ = 0;                          // lists_mutex_
+  std::size_t blocks_ = 0;                         // lists_mutex_
 
   static constexpr std::int64_t kOwnerBias = std::int64_t{1} << 62;
   // The owning thread's ThreadCaches until retire() (then null). Read by any thread.
@@ -205,6 +211,9 @@ struct PoolState : std::enable_shared_from_this<PoolState> {
   void trim(Arena& arena, std::size_t keep_bytes);
   // trim() on every arena, taking each lock in turn (0: every empty slab, on out of memory).
   void trim_all(std::size_t keep_bytes);
+  // Gives the blocks parked in every thread's cache of this generation back to their arenas
+  // (out of memory). Any thread; no lock held.
+  void flush_thread_caches();
 
   // Every arena's lock, taken in index order (reset, statistics).
   std::vector<std::unique_lock<std::mutex>> lock_all_arenas();
@@ -264,9 +273,6 @@ class ThreadCaches {
     }
     return find_slow(state, generation);
   }
-
-  // Gives this thread's parked blocks of `state` back (before trimming on out of memory).
-  void flush(PoolState& state);
 
  private:
   std::shared_ptr<ThreadCache>* find_slow(PoolState& state, std::uint64_t generation);

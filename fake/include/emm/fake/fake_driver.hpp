@@ -117,10 +117,13 @@ class FakeDriver : public Driver, public std::enable_shared_from_this<FakeDriver
 
   // --- what this process holds now ---------------------------------------------------------
   std::vector<AddressRange> live_allocations() const;  // cuMemAlloc/managed/pool blocks
-  std::size_t device_bytes_in_use() const;             // their sizes (unrounded), all devices
-  std::size_t host_allocation_count() const;           // live cuMemHostAlloc blocks
-  std::size_t host_registration_count() const;         // live cuMemHostRegister ranges
-  std::size_t ipc_mapping_count() const;               // open cuIpcOpenMemHandle mappings
+  // The live block of those that holds `pointer` (a zero-size block holds its base); nullopt if
+  // none. Logarithmic, where live_allocations() copies them all.
+  std::optional<AddressRange> live_allocation_containing(CUdeviceptr pointer) const;
+  std::size_t device_bytes_in_use() const;      // their sizes (unrounded), all devices
+  std::size_t host_allocation_count() const;    // live cuMemHostAlloc blocks
+  std::size_t host_registration_count() const;  // live cuMemHostRegister ranges
+  std::size_t ipc_mapping_count() const;        // open cuIpcOpenMemHandle mappings
   std::size_t stream_count() const;
   std::size_t event_count() const;
   std::size_t module_count() const;
