@@ -16,7 +16,8 @@ packages=(cmake ninja-build g++ libgtest-dev libgmock-dev libbenchmark-dev libbo
           python3-jsonschema  # the JSON reports are validated against docs/report.schema.json
           chromium            # the HTML certificate's rendering test
           python3-dev pybind11-dev python3-numba python3-pytest  # libemm_python and its tests
-          python3-numpy)      # NEP 49: the NumPy bridge and examples/nep49_pinned
+          python3-numpy       # NEP 49: the NumPy bridge and examples/nep49_pinned
+          python3-pip python3-setuptools python3-wheel)  # python/ installs with pip
 
 is_installed() {
   dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed'

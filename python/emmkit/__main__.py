@@ -24,5 +24,10 @@ def main(argv):
     return run.status
 
 
+def entry_point():
+    """The `emmkit` command a pip install makes (same as python3 -m emmkit)."""
+    return main(sys.argv[1:])
+
+
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -147,20 +147,35 @@ TEST(CertifyCli, UsageErrorsSayWhatIsWrong) {
                    "--timeout-s needs a whole number of seconds from 1 to 86400 (got '0')");
   EMM_EXPECT_THROW(UsageError, parse({"--plugin", "a.so", "--timeout-s", "2s"}),
                    "--timeout-s needs a whole number of seconds from 1 to 86400 (got '2s')");
+  EMM_EXPECT_THROW(UsageError, parse({"--plugin", "a.so", "--deadline", "15min"}),
+                   "--deadline needs a duration such as 900, 900s, 15m or 2h (at most a week), "
+                   "or none (got '15min')");
+  EMM_EXPECT_THROW(UsageError, parse({"--plugin", "a.so", "--deadline", "0"}),
+                   "--deadline needs a duration such as 900, 900s, 15m or 2h (at most a week), "
+                   "or none (got '0')");
   EMM_EXPECT_THROW(UsageError, parse({"--plugin", "a.so", "--verbose"}),
                    "unknown argument '--verbose'");
   EMM_EXPECT_THROW(UsageError, parse({"a.so"}), "unknown argument 'a.so'");
+}
+
+TEST(CertifyCli, DeadlineTakesSecondsMinutesHoursOrNone) {
+  EXPECT_EQ(parse({"--plugin", "a.so"}).deadline_s, 15u * 60);  // the default
+  EXPECT_EQ(parse({"--plugin", "a.so", "--deadline", "90"}).deadline_s, 90u);
+  EXPECT_EQ(parse({"--plugin", "a.so", "--deadline", "90s"}).deadline_s, 90u);
+  EXPECT_EQ(parse({"--plugin", "a.so", "--deadline", "15m"}).deadline_s, 900u);
+  EXPECT_EQ(parse({"--plugin", "a.so", "--deadline=2h"}).deadline_s, 7200u);
+  EXPECT_EQ(parse({"--plugin", "a.so", "--deadline", "none"}).deadline_s, 0u);
 }
 
 TEST(CertifyCli, UsageTextListsEveryOptionAndTheExitCodes) {
   const std::string usage = certify_usage();
   for (const char* option : {"--plugin", "--backend", "--only", "--json", "--junit", "--markdown",
                              "--html", "--list", "--timeout-s", "--memory-limit", "--isolation",
-                             "--in-process", "--nep49", "--nep49-library"}) {
+                             "--in-process", "--nep49", "--nep49-library", "--deadline"}) {
     EXPECT_NE(usage.find(option), std::string::npos) << option;
   }
-  for (const char* status :
-       {"  0  CERTIFIED", "  1  NOT CERTIFIED", "  2  usage error", "  3  PARTIAL"}) {
+  for (const char* status : {"  0  CERTIFIED", "  1  NOT CERTIFIED", "  2  usage error",
+                             "  3  PARTIAL", "  124  NOT CERTIFIED", "  128+n  NOT CERTIFIED"}) {
     EXPECT_NE(usage.find(status), std::string::npos) << status;
   }
 }

@@ -214,10 +214,11 @@ TEST(SeveralDevices, DefectsOnlyShowWithTwoDevices) {
 }
 
 TEST(SeveralDevicesCli, DevicesSetsTheFakeMachine) {
-  const std::array<std::string_view, 4> args{"--plugin", "/p.so", "--devices", "2"};
-  EXPECT_EQ(parse_certify_args(args).backend_settings.fake_devices, 2);
+  const std::array<std::string_view, 4> args{"--plugin", "/p.so", "--devices", "1"};
+  EXPECT_EQ(parse_certify_args(args).backend_settings.fake_devices, 1);
+  // Two by default (spec §7): a plain run certifies the DEV clauses without a GPU.
   const std::array<std::string_view, 2> plain{"--plugin", "/p.so"};
-  EXPECT_EQ(parse_certify_args(plain).backend_settings.fake_devices, 1);
+  EXPECT_EQ(parse_certify_args(plain).backend_settings.fake_devices, 2);
   const std::array<std::string_view, 3> inline_value{"--plugin", "/p.so", "--devices=16"};
   EXPECT_EQ(parse_certify_args(inline_value).backend_settings.fake_devices, 16);
 }

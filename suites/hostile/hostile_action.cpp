@@ -168,8 +168,12 @@ void act(const char* action) {
   } else if (is(action, "abort")) {
     std::abort();
   } else if (is(action, "segv")) {
-    int* volatile nowhere = nullptr;
+    // A store through a null pointer, as a plugin's bug makes one; a volatile store, so that no
+    // build type drops it. raise() stands behind it should a compiler still do so (a Release
+    // build once turned the "crashing" plugin into a certified one).
+    volatile int* volatile nowhere = nullptr;
     *nowhere = 1;
+    ::raise(SIGSEGV);
   } else if (is(action, "terminate")) {
     call_noexcept(&throw_runtime_error);
   } else if (is(action, "hang")) {

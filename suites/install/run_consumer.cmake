@@ -136,6 +136,17 @@ string(JSON _verdict GET "${_report}" verdict)
 if(NOT _verdict MATCHES "^CERTIFIED")
   message(FATAL_ERROR "install_consumer: emm-certify's report says '${_verdict}'")
 endif()
+# 4. A plugin in the 0.1 export form, built against this install: it loads and is certified, and
+#    the defer_cleanup text it gave inside Capabilities reaches the certificate.
+run_step(certify_0_1_form "${EMM_CERTIFY}" --plugin "${CONSUMER_PLUGIN_0_1_FORM}" --backend fake
+         --json "${WORK_DIR}/certificate_0_1_form.json")
+file(READ "${WORK_DIR}/certificate_0_1_form.json" _report)
+string(JSON _verdict_0_1 GET "${_report}" verdict)
+string(JSON _text_0_1 GET "${_report}" plugin capabilities defer_cleanup_behaviour)
+if(NOT _verdict_0_1 MATCHES "^CERTIFIED" OR NOT _text_0_1 MATCHES "0\\.1 form")
+  message(FATAL_ERROR "install_consumer: the 0.1-form plugin: verdict '${_verdict_0_1}', "
+                      "defer_cleanup text '${_text_0_1}'")
+endif()
 run_certification_tests(gtest "${_build}")
 message(STATUS "install_consumer: OK (without components: the consumer ran and was certified "
                "by CTest; with gtest: its conformance suite passed, emm-certify: ${_verdict})")

@@ -35,7 +35,8 @@ import subprocess
 import sys
 
 SKIPPED = 77
-OUTCOMES = {"pass", "fail", "not_supported", "crash", "timeout"}
+# not_run: a backend given up after its fresh workers hung (spec §8), or an interrupted run.
+OUTCOMES = {"pass", "fail", "not_supported", "crash", "timeout", "not_run"}
 
 
 def read_manifest(path):

@@ -27,6 +27,7 @@
 
 #include "child_channels.hpp"
 #include "child_registry.hpp"
+#include "interruption.hpp"
 
 extern char** environ;
 
@@ -265,6 +266,7 @@ void set_up_child(ChildPlan& plan) {
   sigemptyset(&default_action.sa_mask);
   ::sigaction(SIGCHLD, &default_action, nullptr);
   ::sigaction(SIGPIPE, &default_action, nullptr);
+  reset_interruption_in_child();  // SIGINT, SIGTERM, SIGHUP end the child again
 
   if (::setpgid(0, 0) != 0) fail_setup(plan.report, Stage::setpgid);
   // A child forked by the main thread dies with its parent: a certifier killed by its caller (a
@@ -485,6 +487,7 @@ bool pump(std::span<ChildState* const> states, Clock::time_point deadline, Done&
     if (done()) return true;
     const auto now = Clock::now();
     if (now >= deadline) return false;
+    if (interrupting_signal() != 0) return false;  // the caller ends the run (interruption.hpp)
 
     fds.clear();
     owners.clear();

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,6 +25,7 @@
 #include "emm/conformance/report_writers.hpp"
 #include "emm/conformance/text_escaping.hpp"
 #include "emm/errors.hpp"
+#include "process/interruption.hpp"
 #include "runner/report_format.hpp"
 #include "runner/thread_sanitizer.hpp"
 
@@ -242,6 +244,10 @@ int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
     err << "emm-certify: " << error.what() << "\n\n" << certify_usage();
     return kExitUsage;
   }
+  // SIGINT, SIGTERM and SIGHUP end the run cleanly: what started is killed, the reports are
+  // written with what ran, the exit status is 128 + the signal; --deadline the same way, with
+  // exit status 124 (interruption.hpp).
+  const InterruptionHandlers interruption(options.deadline_s);
   // Plugin code runs in children; what they leave behind (detached grandchildren) is reparented
   // here and killed after each child (child_process.hpp).
   ensure_default_sigchld();
@@ -353,6 +359,13 @@ int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
     });
   }
   kill_stray_children();
+  report.interrupted_by = interrupting_signal();
+  if (report.interrupted_by != 0) {
+    err << "emm-certify: " << interruption_text(report.interrupted_by)
+        << ": every process of the run was ended; the reports hold what ran, the rest is "
+           "not_run"
+        << (report.interrupted_by == SIGALRM ? " (--deadline none lifts the bound)" : "") << "\n";
+  }
   const Certificate certificate = make_certificate(std::move(report));
 
   out << "\n" << to_text(certificate);
@@ -393,7 +406,9 @@ int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   }
   // A report that could not be written does not hide a verdict against the plugin; it only
   // keeps a certificate from being claimed without its report.
-  if (!written && status != kExitNotCertified) return kExitUsage;
+  if (!written && status != kExitNotCertified && certificate.verdict.interrupted_by == 0) {
+    return kExitUsage;
+  }
   return status;
 }
 

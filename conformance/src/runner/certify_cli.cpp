@@ -27,6 +27,26 @@ std::vector<std::string> split_commas(std::string_view text) {
   return parts;
 }
 
+// --deadline: "900", "900s", "15m", "2h" (seconds), or "none" (0); at most a week.
+unsigned parse_deadline(std::string_view text) {
+  if (text == "none") return 0;
+  unsigned value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  const std::string_view unit(end, static_cast<std::size_t>(text.data() + text.size() - end));
+  const unsigned scale = unit.empty() || unit == "s" ? 1
+                         : unit == "m"               ? 60
+                         : unit == "h"               ? 3600
+                                                     : 0;
+  constexpr unsigned kWeek = 7 * 24 * 3600;
+  if (error != std::errc() || scale == 0 || value == 0 || value > kWeek / scale) {
+    throw UsageError(
+        "--deadline needs a duration such as 900, 900s, 15m or 2h (at most a week), "
+        "or none (got '" +
+        std::string(text) + "')");
+  }
+  return value * scale;
+}
+
 // "16G", "512M", "1048576", "none".
 std::size_t parse_size(std::string_view text) {
   if (text == "none") return 0;
@@ -108,7 +128,8 @@ std::string certify_usage() {
          "       emm-certify --nep49 MODULE:ATTR | --nep49-library PATH[:SYMBOL] [options]\n"
          "                   [--json FILE] [--junit FILE] [--markdown FILE] [--html FILE]\n"
          "                   [--logs DIR]\n"
-         "                   [--timeout-s N] [--memory-limit SIZE|none] [--devices N]\n"
+         "                   [--timeout-s N] [--deadline D] [--memory-limit SIZE|none]\n"
+         "                   [--devices N]\n"
          "                   [--seed N] [--budget N]\n"
          "                   [--isolation backend|clause] [--in-process] [--list] [--help]\n"
          "\n"
@@ -143,8 +164,12 @@ std::string certify_usage() {
          "  --logs DIR          write each clause's complete stdout and stderr to\n"
          "                      DIR/<ID>.<backend>.log (the reports keep them too)\n"
          "  --timeout-s N       seconds each clause (and loading the plugin) may take (60)\n"
-         "  --devices N         devices of the fake backend's machine, 1 to 16 (default 1); the\n"
-         "                      DEV clauses need 2 (the gpu backend uses every GPU present)\n"
+         "  --deadline D        the whole run's bound: 900, 900s, 15m, 2h or none (default\n"
+         "                      15m); then what runs is ended, the rest is not_run, the\n"
+         "                      reports are written and the exit status is 124\n"
+         "  --devices N         devices of the fake backend's machine, 1 to 16 (default 2, as\n"
+         "                      the DEV clauses need; 1 leaves them not_supported); the gpu\n"
+         "                      backend uses every GPU present\n"
          "  --seed N            the seed of the generated sequences every plugin clause is\n"
          "                      checked over (default 1: certificates are reproducible); a\n"
          "                      failure's reproducer names the seed that replays it\n"
@@ -170,7 +195,10 @@ std::string certify_usage() {
          "  1  NOT CERTIFIED: a MUST clause failed, crashed or timed out, or no backend could run\n"
          "  2  usage error, a report that cannot be written, or a plugin that could not be loaded\n"
          "     (the reports are still written, every clause marked not run)\n"
-         "  3  PARTIAL: an --only run in which every selected clause passed\n";
+         "  3  PARTIAL: an --only run in which every selected clause passed\n"
+         "  124  NOT CERTIFIED: the run reached its --deadline (the reports hold what ran)\n"
+         "  128+n  NOT CERTIFIED: signal n (SIGINT 130, SIGTERM 143, SIGHUP 129) interrupted\n"
+         "       the run; every process it started was ended and the reports written\n";
 }
 
 CertifyOptions parse_certify_args(std::span<const std::string_view> args) {
@@ -293,6 +321,9 @@ CertifyOptions parse_certify_args(std::span<const std::string_view> args) {
                          text + "')");
       }
       options.timeout_s = seconds;
+    } else if (arg == "--deadline") {
+      once();
+      options.deadline_s = parse_deadline(value());
     } else if (arg == "--devices") {
       once();
       const std::string text = value();

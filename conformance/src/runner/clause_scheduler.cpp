@@ -13,6 +13,7 @@
 #include "emm/conformance/evaluate.hpp"
 #include "emm/conformance/result_codec.hpp"
 #include "emm/plugin_loader.hpp"
+#include "process/interruption.hpp"
 #include "runner/field_codec.hpp"
 #include "runner/thread_sanitizer.hpp"
 
@@ -192,6 +193,17 @@ ClauseResult failure(const ClauseJob& job, Outcome outcome, const std::string& w
   return result;
 }
 
+// Fresh workers in a row that hang on their first clause before the rest of a backend is given
+// up (spec §8: a plugin that hangs while loading or initializing does not make every clause
+// wait for its own timeout).
+constexpr int kFreshHangsToGiveUp = 2;
+
+// A job the run did not finish: a signal interrupted it (interruption.hpp).
+ClauseResult interrupted(const ClauseJob& job, int signal, std::string output = {},
+                         double duration_ms = 0.0) {
+  return failure(job, Outcome::not_run, interruption_text(signal), std::move(output), duration_ms);
+}
+
 // The answer in `payload` if it is one to trust for `job`, else nullopt with `problem` set.
 std::optional<ChildAnswer> accept(std::string_view payload, const ClauseJob& job,
                                   const std::string& nonce, std::string& problem) {
@@ -294,6 +306,11 @@ void run_with_workers(const std::vector<ClauseJob>& jobs, const SchedulerSetting
                       const std::function<void(const ClauseResult&)>& on_result) {
   const BackendKind backend = jobs[order.front()].backend;
   std::optional<ChildProcess> worker;
+  bool worker_answered = false;  // the current worker answered a clause
+  // Fail fast: fresh workers in a row that hung on their first clause (a plugin whose loading or
+  // initialize() never returns hangs in every one), and the clauses they hung in.
+  int fresh_hangs = 0;
+  std::string hung_in;
   auto retire = [&] {
     if (worker) worker->kill();
     worker.reset();
@@ -301,7 +318,25 @@ void run_with_workers(const std::vector<ClauseJob>& jobs, const SchedulerSetting
   };
   for (const std::size_t index : order) {
     const ClauseJob& job = jobs[index];
+    if (const int signal = interrupting_signal()) {
+      retire();
+      results[index] = interrupted(job, signal);
+      if (on_result) on_result(results[index]);
+      continue;
+    }
+    if (fresh_hangs >= kFreshHangsToGiveUp) {
+      results[index] = failure(
+          job, Outcome::not_run,
+          "not run: " + std::to_string(fresh_hangs) + " fresh processes in a row hung before " +
+              "answering any clause (" + hung_in + "), so loading the plugin or its " +
+              "initialize() does not return; the rest of the " + std::string(to_string(backend)) +
+              " backend was not run (fix the hang first)",
+          "", 0.0);
+      if (on_result) on_result(results[index]);
+      continue;
+    }
     if (!worker) {
+      worker_answered = false;
       try {
         // Whether a clause left for this worker imports in another process.
         const bool will_import = std::any_of(
@@ -327,12 +362,22 @@ void run_with_workers(const std::vector<ClauseJob>& jobs, const SchedulerSetting
     const double elapsed =
         std::chrono::duration<double, std::milli>(Clock::now() - started).count();
     std::string output = worker->take_output().text();
+    if (const int signal = interrupting_signal();
+        signal != 0 && wait.status == FrameWait::Status::deadline) {
+      results[index] = interrupted(job, signal, std::move(output), elapsed);
+      retire();
+      if (on_result) on_result(results[index]);
+      continue;
+    }
     std::string problem;
     switch (wait.status) {
       case FrameWait::Status::frame:
         if (std::optional<ChildAnswer> answer = accept(wait.payload, job, nonce, problem)) {
           const bool reusable = answer->reusable;
           results[index] = from_answer(job, std::move(*answer), std::move(output), elapsed);
+          worker_answered = true;
+          fresh_hangs = 0;
+          hung_in.clear();
           // A worker that cannot go on (it could not load the plugin, or its device is unusable)
           // is replaced: the next clause gets a new one.
           if (!reusable) retire();
@@ -357,6 +402,10 @@ void run_with_workers(const std::vector<ClauseJob>& jobs, const SchedulerSetting
         retire();
         break;
       case FrameWait::Status::deadline: {
+        if (!worker_answered) {
+          ++fresh_hangs;
+          hung_in += (hung_in.empty() ? "" : ", ") + job.clause->id;
+        }
         worker->kill();
         ChildEnd end = *worker->end();
         end.kind = ChildEnd::Kind::timed_out;
@@ -413,6 +462,20 @@ void run_one_per_clause(const std::vector<ClauseJob>& jobs, const SchedulerSetti
   std::vector<Running> running;
   std::size_t next = 0;
   while (next < order.size() || !running.empty()) {
+    if (const int signal = interrupting_signal()) {
+      for (Running& r : running) {
+        r.child.kill();
+        results[r.index] = interrupted(jobs[r.index], signal, r.child.output().text());
+        if (on_result) on_result(results[r.index]);
+      }
+      running.clear();
+      kill_stray_children();
+      for (; next < order.size(); ++next) {
+        results[order[next]] = interrupted(jobs[order[next]], signal);
+        if (on_result) on_result(results[order[next]]);
+      }
+      return;
+    }
     while (next < order.size() && running.size() < parallel) {
       const std::size_t index = order[next++];
       const ClauseJob job = jobs[index];
@@ -511,7 +574,9 @@ void run_in_this_process(const std::vector<ClauseJob>& jobs, const SchedulerSett
   }
   for (const std::size_t index : order) {
     const ClauseJob& job = jobs[index];
-    if (!subject.evaluate) {
+    if (const int signal = interrupting_signal()) {
+      results[index] = interrupted(job, signal);
+    } else if (!subject.evaluate) {
       results[index] = failure(job, Outcome::crash, "could not load: " + subject.failure, "", 0.0);
     } else {
       bool reusable = true;  // one process: an unusable device shows in the next results too
@@ -544,7 +609,9 @@ std::vector<ClauseResult> run_clause_jobs(
           backend == BackendKind::fake ? std::max<std::size_t>(settings.parallel_fake, 1) : 1;
       run_one_per_clause(jobs, settings, order, parallel, results, on_result);
     }
-    if (backend != BackendKind::fake || settings.load_subject) continue;  // plugin clauses only
+    if (backend != BackendKind::fake || settings.load_subject || interrupting_signal() != 0) {
+      continue;  // plugin clauses only; an interrupted run ends as soon as it can
+    }
     for (const std::size_t index : order) {
       ClauseResult& result = results[index];
       if (result.outcome == Outcome::crash || result.outcome == Outcome::timeout) {

@@ -63,9 +63,11 @@ std::optional<ProbeResult> decode(std::string_view in, const std::string& path) 
 
 }  // namespace
 
-ProbeResult probe_plugin_in_process(const std::string& path) {
+namespace {
+
+// Loads the library and reads its declaration (probe.loaded, probe.description).
+ProbeResult load_and_describe(const std::string& path, LoadedPlugin& plugin) {
   ProbeResult probe;
-  LoadedPlugin plugin;
   try {
     plugin = load_plugin(path);
   } catch (const std::exception& error) {
@@ -74,6 +76,11 @@ ProbeResult probe_plugin_in_process(const std::string& path) {
   }
   probe.loaded = true;
   probe.description = PluginDescription::from(plugin.declaration(), path);
+  return probe;
+}
+
+// Builds a null-context instance, asks it for interface_version() and destroys it (REG-1/2).
+void ask_null_context_instance(const LoadedPlugin& plugin, ProbeResult& probe) {
   try {
     const std::unique_ptr<BaseCUDAMemoryManager> instance = plugin.factory()(nullptr);
     if (instance) {
@@ -85,6 +92,21 @@ ProbeResult probe_plugin_in_process(const std::string& path) {
     probe.interface_problem =
         "a null-context instance could not be asked: " + describe_current_exception();
   }
+}
+
+// What the first frame of a probe child says while the null-context instance is asked: if the
+// process ends before the second, the library did load and the instance ended it (REG-2's
+// failure, not a load failure).
+constexpr std::string_view kInstanceEndedTheProcess =
+    "the process ended while a null-context instance was built, asked for interface_version() "
+    "and destroyed";
+
+}  // namespace
+
+ProbeResult probe_plugin_in_process(const std::string& path) {
+  LoadedPlugin plugin;
+  ProbeResult probe = load_and_describe(path, plugin);
+  if (probe.loaded) ask_null_context_instance(plugin, probe);
   return probe;
 }
 
@@ -115,7 +137,18 @@ ProbeResult probe_in_child(const std::string& path, const ProbeSettings& setting
   try {
     child.emplace(ChildProcess::fork(
         [&path] {
-          send_result_frame(encode(probe_plugin_in_process(path)));
+          // Two frames: the load report first, then the same with the null-context instance's
+          // answer, so that an instance that crashes or hangs (in its destructor, say) is
+          // reported as REG-2's failure with full reports, not as a library that cannot load.
+          LoadedPlugin plugin;
+          ProbeResult probe = load_and_describe(path, plugin);
+          if (probe.loaded) {
+            ProbeResult provisional = probe;
+            provisional.interface_problem = kInstanceEndedTheProcess;
+            send_result_frame(encode(provisional));
+            ask_null_context_instance(plugin, probe);
+          }
+          send_result_frame(encode(probe));
           return 0;
         },
         options));
@@ -128,14 +161,38 @@ ProbeResult probe_in_child(const std::string& path, const ProbeSettings& setting
   std::string output = child->output().tail(1500);
   while (!output.empty() && (output.back() == '\n' || output.back() == '\r')) output.pop_back();
   const std::string printed = output.empty() ? "" : "; it printed: " + output;
-  std::string problem;
-  std::optional<std::string> payload = decode_frame(child->result_bytes(), problem);
-  if (end.kind == ChildEnd::Kind::exited && end.exit_status == 0 && payload) {
+  // The last complete frame (one or two; see above).
+  std::string problem = "no bytes";
+  std::optional<std::string> payload;
+  std::string_view bytes = child->result_bytes();
+  while (!bytes.empty()) {
+    const FrameScan scan = scan_frame(bytes);
+    if (scan.status != FrameScan::Status::complete) {
+      problem = scan.problem;
+      break;
+    }
+    payload.emplace(scan.payload);
+    bytes.remove_prefix(scan.frame_size);
+    problem.clear();
+  }
+  if (end.kind == ChildEnd::Kind::exited && end.exit_status == 0 && payload && problem.empty()) {
     if (std::optional<ProbeResult> probe = decode(*payload, path)) {
       if (!probe->loaded) probe->failure += printed;
       return *probe;
     }
     problem = "it answered with something that is not a load report";
+  }
+  // The library loaded, then the null-context instance ended the process (or hung): REG-2.
+  if (payload && end.kind != ChildEnd::Kind::exited) {
+    if (std::optional<ProbeResult> probe = decode(*payload, path);
+        probe && probe->loaded && probe->interface_problem == kInstanceEndedTheProcess) {
+      probe->interface_problem += end.kind == ChildEnd::Kind::timed_out
+                                      ? ": it did not finish within " +
+                                            std::to_string(settings.timeout.count() / 1000) + " s" +
+                                            printed
+                                      : ": it " + end.describe() + printed;
+      return *probe;
+    }
   }
   if (end.kind == ChildEnd::Kind::timed_out) {
     failed.failure = "loading it did not finish within " +

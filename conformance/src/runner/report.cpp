@@ -18,8 +18,8 @@ Certificate make_certificate(CertificationReport report) {
                      report.results.front().clause->nep49;
   const std::size_t in_catalogue =
       nep49 ? catalogue().nep49_clauses().size() : catalogue().plugin_clauses().size();
-  Verdict verdict =
-      compute_verdict({report.results, std::move(ran), report.plugin_loaded, in_catalogue});
+  Verdict verdict = compute_verdict(
+      {report.results, std::move(ran), report.plugin_loaded, in_catalogue, report.interrupted_by});
   return Certificate{std::move(report), std::move(verdict)};
 }
 

@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "process/interruption.hpp"
+
 namespace emm::conformance {
 
 bool counts_against(const ClauseResult& result) noexcept {
@@ -31,6 +33,10 @@ std::string Verdict::backend_list() const {
 
 std::string Verdict::line() const {
   const std::string text = "VERDICT: " + word() + " (";
+  if (interrupted_by != 0) {
+    return text + interruption_text(interrupted_by) + "; " + std::to_string(clauses_run) + " of " +
+           std::to_string(clauses_in_catalogue) + " clauses ran; " + backend_list() + ")";
+  }
   if (!plugin_loaded) return text + "the plugin could not be loaded)";
   if (backends.empty()) return text + "no backend ran)";
   switch (kind) {
@@ -47,6 +53,7 @@ std::string Verdict::line() const {
 }
 
 int Verdict::exit_status() const noexcept {
+  if (interrupted_by != 0) return interruption_exit_status(interrupted_by);
   if (!plugin_loaded) return kExitUsage;
   switch (kind) {
     case Word::certified:
@@ -64,6 +71,7 @@ Verdict compute_verdict(const VerdictInputs& inputs) {
   verdict.plugin_loaded = inputs.plugin_loaded;
   verdict.backends = inputs.backends_ran;
   verdict.clauses_in_catalogue = inputs.clauses_in_catalogue;
+  verdict.interrupted_by = inputs.interrupted_by;
   std::set<const Clause*> run;
   for (std::size_t i = 0; i < inputs.results.size(); ++i) {
     const ClauseResult& result = inputs.results[i];
@@ -81,8 +89,8 @@ Verdict compute_verdict(const VerdictInputs& inputs) {
     }
   }
   verdict.clauses_run = run.size();
-  const bool clean =
-      verdict.plugin_loaded && !verdict.backends.empty() && verdict.must_failures == 0;
+  const bool clean = verdict.plugin_loaded && !verdict.backends.empty() &&
+                     verdict.must_failures == 0 && verdict.interrupted_by == 0;
   if (clean) {
     verdict.kind = verdict.clauses_run < verdict.clauses_in_catalogue ? Verdict::Word::partial
                                                                       : Verdict::Word::certified;

@@ -9,7 +9,7 @@
 //     std::shared_ptr<emm::MemoryPointer> memalloc(std::size_t size) override;
 //     ...
 //   };
-//   EMM_EXPORT_MEMORY_MANAGER(MyPlugin, "my-plugin", caps)   // plugin_abi.hpp
+//   EMM_EXPORT_MEMORY_MANAGER(MyPlugin, kMyDeclaration)   // plugin_abi.hpp, plugin_declaration.hpp
 //
 // The rules (each is a conformance clause, spec §4):
 //  * The constructor makes no CUDA call; context() may be null (the version probe, REG-2) and
@@ -23,6 +23,12 @@
 //  * memallocmanaged() is optional: the default throws NotImplementedError; a plugin that
 //    overrides it (HostOnlyCUDAMemoryManager does) declares managed_memory (MANAGED-*).
 //  * interface_version() returns 1.
+//  * The destructor runs for the null-context probe too: it must not reach context() or the
+//    driver there (the probe is built and destroyed by set_memory_manager and by emm-certify;
+//    a destructor that crashes or throws then ends the process, and fails REG-2).
+//  * A finalizer may run after the plugin is gone (a pointer outlives its context, LIFE-8): it
+//    must keep alive what it uses. Capture context()->runtime().shared_driver() (a
+//    std::shared_ptr<Driver>) rather than a Driver& or the plugin's `this`.
 //
 // Thread-safety: the host does not serialise calls into a plugin. A plugin that declares
 // itself thread-safe must accept concurrent calls (ALLOC-10).

@@ -10,7 +10,10 @@
 // subclass that overrides defer_cleanup "must hold an active context manager from
 // super().defer_cleanup()"); the parent is released *after* the child's own exit action.
 //
-// Move-only. Not thread-safe: one guard belongs to one scope.
+// Move-only. Move-assigning into a guard that is still active **releases it first** (its exit
+// action runs, then its parent's), as a unique_ptr frees what it held: write
+// `guard.release(); guard = other;` where that ordering matters. Not thread-safe: one guard
+// belongs to one scope.
 #pragma once
 
 #include <functional>

@@ -46,7 +46,21 @@ using PluginEntryPoint = const PluginDescriptor* (*)();
 
 }  // namespace emm
 
-#define EMM_EXPORT_MEMORY_MANAGER(Manager, Declaration)                                \
+// EMM_EXPORT_MEMORY_MANAGER(Manager, Declaration): the form since 0.2.0.
+// EMM_EXPORT_MEMORY_MANAGER(Manager, DisplayName, Capabilities): the 0.1 form, still compiled
+// (with a deprecation warning naming the new form) until 0.3.0; its Capabilities' deprecated
+// defer_cleanup_behaviour becomes the declaration's. CHANGELOG.md has the migration.
+#define EMM_EXPORT_MEMORY_MANAGER(...)                                                    \
+  EMM_DETAIL_EXPORT_PICK(__VA_ARGS__, EMM_DETAIL_EXPORT_0_1_FORM, EMM_DETAIL_EXPORT_FORM, \
+                         EMM_DETAIL_EXPORT_TOO_FEW)                                       \
+  (__VA_ARGS__)
+#define EMM_DETAIL_EXPORT_PICK(_1, _2, _3, chosen, ...) chosen
+#define EMM_DETAIL_EXPORT_TOO_FEW(...)                                     \
+  static_assert(false,                                                     \
+                "EMM_EXPORT_MEMORY_MANAGER takes (Manager, Declaration): " \
+                "an emm::PluginDeclaration (plugin_declaration.hpp)");
+
+#define EMM_DETAIL_EXPORT_FORM(Manager, Declaration)                                   \
   static_assert(std::is_base_of_v<::emm::BaseCUDAMemoryManager, Manager>,              \
                 "EMM_EXPORT_MEMORY_MANAGER: " #Manager                                 \
                 " must derive from emm::BaseCUDAMemoryManager");                       \
@@ -60,3 +74,21 @@ using PluginEntryPoint = const PluginDescriptor* (*)();
         }};                                                                            \
     return &descriptor;                                                                \
   }
+
+#define EMM_DETAIL_EXPORT_0_1_FORM(Manager, DisplayName, DeclaredCapabilities) \
+  EMM_DETAIL_EXPORT_FORM(                                                      \
+      Manager, ::emm::detail::declaration_of_0_1_form(DisplayName, DeclaredCapabilities))
+
+namespace emm::detail {
+
+// The 0.1 form's name and capabilities as a declaration (detail::declaration_from_0_1).
+[[deprecated(
+    "EMM_EXPORT_MEMORY_MANAGER(Manager, DisplayName, Capabilities) is the emmkit 0.1 form, "
+    "removed in 0.3.0: write EMM_EXPORT_MEMORY_MANAGER(Manager, emm::PluginDeclaration{.name = "
+    "..., .capabilities = {...}, .defer_cleanup_behaviour = ...}) (see "
+    "CHANGELOG.md)")]] constexpr PluginDeclaration
+declaration_of_0_1_form(const char* name, Capabilities capabilities) {
+  return declaration_from_0_1(name, capabilities);
+}
+
+}  // namespace emm::detail

@@ -25,6 +25,23 @@ namespace emm {
 
 class HostOnlyCUDAMemoryManager;
 
+// The type of Capabilities' deprecated defer_cleanup_behaviour (below): text a 0.1 plugin wrote
+// there, never a capability, so never compared. Writing text into it is what warns.
+struct LegacyDeferCleanupText {
+  const char* text = nullptr;
+  constexpr LegacyDeferCleanupText() = default;
+  [[deprecated(
+      "Capabilities::defer_cleanup_behaviour moved to PluginDeclaration::defer_cleanup_behaviour "
+      "in emmkit 0.2.0 and is removed in 0.3.0 (see "
+      "CHANGELOG.md)")]] constexpr LegacyDeferCleanupText(const char* value)  // NOLINT: implicit,
+                                                                              // as 0.1 wrote it
+      : text(value) {}
+  friend constexpr bool operator==(const LegacyDeferCleanupText&,
+                                   const LegacyDeferCleanupText&) noexcept {
+    return true;
+  }
+};
+
 struct Capabilities {
   // get_memory_info() returns figures (INFO-1); otherwise it throws NotImplementedError.
   bool memory_info = false;
@@ -51,6 +68,11 @@ struct Capabilities {
   bool no_caching = false;
   // memallocmanaged() works (MANAGED-*); otherwise it throws NotImplementedError.
   bool managed_memory = false;
+
+  // Kit 0.1 kept the defer_cleanup text here; it is PluginDeclaration::defer_cleanup_behaviour
+  // since 0.2.0. Still accepted, with a deprecation warning, for plugins written against 0.1
+  // (read only by the 0.1 form of EMM_EXPORT_MEMORY_MANAGER); removed in 0.3.0. CHANGELOG.md.
+  LegacyDeferCleanupText defer_cleanup_behaviour{};
 
   friend constexpr bool operator==(const Capabilities&, const Capabilities&) = default;
 };
@@ -105,6 +127,33 @@ constexpr PluginDeclaration complete_declaration(PluginDeclaration declaration) 
   declaration.capabilities.host_only_derived =
       std::is_base_of_v<HostOnlyCUDAMemoryManager, Manager>;
   return declaration;
+}
+
+// --- the 0.1 forms, kept compiling (with deprecation warnings) until 0.3.0: CHANGELOG.md -------
+
+namespace detail {
+// A 0.1 plugin's display name and capabilities (the defer_cleanup text inside them) as the
+// declaration that replaced them.
+constexpr PluginDeclaration declaration_from_0_1(const char* name, Capabilities capabilities) {
+  PluginDeclaration declaration;
+  declaration.name = name;
+  const char* text = capabilities.defer_cleanup_behaviour.text;
+  declaration.defer_cleanup_behaviour = text != nullptr ? text : "";
+  capabilities.defer_cleanup_behaviour = LegacyDeferCleanupText{};
+  declaration.capabilities = capabilities;
+  return declaration;
+}
+}  // namespace detail
+
+// 0.1's complete_capabilities: `capabilities` with host_only_derived taken from the type.
+template <class Manager>
+[[deprecated(
+    "complete_capabilities is the emmkit 0.1 form, removed in 0.3.0: declare an "
+    "emm::PluginDeclaration and use complete_declaration<Manager> (see "
+    "CHANGELOG.md)")]] constexpr Capabilities
+complete_capabilities(Capabilities capabilities) {
+  capabilities.host_only_derived = std::is_base_of_v<HostOnlyCUDAMemoryManager, Manager>;
+  return capabilities;
 }
 
 }  // namespace emm

@@ -22,8 +22,10 @@ inline constexpr std::array<BackendKind, 2> kBackendKinds{BackendKind::fake, Bac
 // sequences; emm-certify's --devices sets fake_devices, --seed and --budget the exploration.
 struct BackendSettings {
   // Devices of the fake machine: identical, without peer access, so that IPC between them is
-  // staged (spec 2.8). The gpu backend uses every GPU the driver sees.
-  int fake_devices = 1;
+  // staged (spec 2.8). Two by default, as spec §7 says, so that the DEV clauses run on a
+  // machine without a GPU (emm-certify --devices 1 opts out). The gpu backend uses every GPU
+  // the driver sees.
+  int fake_devices = 2;
   // The seed and the sequences per clause of the property engine (exploration.hpp).
   Exploration exploration{};
 };

@@ -70,6 +70,9 @@ struct CertifyOptions {
   std::vector<const Clause*> only;
   ReportPaths reports;
   int timeout_s = 60;
+  // --deadline: the whole run's bound in seconds (what has not finished then is not_run, as at
+  // an interruption); 0: none.
+  unsigned deadline_s = 15 * 60;
   // Data-segment limit of each child (bytes); nullopt: the default (kDefaultMemoryLimit, or
   // none in a sanitizer build); 0: none.
   std::optional<std::size_t> memory_limit;

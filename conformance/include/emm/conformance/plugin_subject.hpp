@@ -49,6 +49,29 @@ struct has_make : std::false_type {};
 template <class Traits>
 struct has_make<Traits, std::void_t<decltype(Traits::make(static_cast<Context*>(nullptr)))>>
     : std::true_type {};
+
+template <class Traits, class = void>
+struct has_declaration : std::false_type {};
+template <class Traits>
+struct has_declaration<Traits, std::void_t<decltype(Traits::declaration)>> : std::true_type {};
+
+// 0.1's traits named `name` and `capabilities` (the defer_cleanup text inside them).
+[[deprecated(
+    "conformance traits with `name` and `capabilities` are the emmkit 0.1 form, removed in "
+    "0.3.0: give the traits `static constexpr emm::PluginDeclaration declaration` (see "
+    "CHANGELOG.md)")]] constexpr PluginDeclaration
+traits_of_0_1_form(const char* name, Capabilities capabilities) {
+  return ::emm::detail::declaration_from_0_1(name, capabilities);
+}
+
+template <class Traits>
+constexpr PluginDeclaration declaration() {
+  if constexpr (has_declaration<Traits>::value) {
+    return Traits::declaration;
+  } else {
+    return traits_of_0_1_form(Traits::name, Traits::capabilities);
+  }
+}
 }  // namespace subject_detail
 
 template <class Traits>
@@ -70,8 +93,9 @@ PluginSubject subject_from_traits() {
       return std::make_unique<Plugin>(context);
     };
   }
-  return PluginSubject{PluginDescription::from(complete_declaration<Plugin>(Traits::declaration)),
-                       std::move(factory)};
+  return PluginSubject{
+      PluginDescription::from(complete_declaration<Plugin>(subject_detail::declaration<Traits>())),
+      std::move(factory)};
 }
 
 inline PluginSubject subject_from_library(const LoadedPlugin& plugin) {

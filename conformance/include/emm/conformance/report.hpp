@@ -43,6 +43,7 @@ struct CertificationReport {
   // `load_failure` says why.
   bool plugin_loaded = true;
   std::string load_failure;
+  int interrupted_by = 0;  // the signal that interrupted the run (SIGINT/SIGTERM/SIGHUP), or 0
   std::vector<BackendStatus> backends;
   std::vector<ClauseResult> results;
 };

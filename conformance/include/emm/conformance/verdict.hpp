@@ -3,8 +3,10 @@
 //   CERTIFIED      the plugin was loaded, at least one backend ran, every plugin clause of the
 //                  catalogue ran, and every MUST result is pass or an allowed not_supported;
 //   PARTIAL        as CERTIFIED, but `--only` ran k of the N plugin clauses: never a certificate;
-//   NOT CERTIFIED  a MUST result failed, crashed or timed out, no backend ran, or the plugin
-//                  library could not be loaded.
+//   NOT CERTIFIED  a MUST result failed, crashed or timed out, no backend ran, the plugin
+//                  library could not be loaded, or a signal interrupted the run (SIGINT,
+//                  SIGTERM, SIGHUP: the exit status is then 128 + the signal; its --deadline
+//                  passed: 124).
 // SHOULD results other than pass (and not_run) are warnings; INFO results are measurements. Every
 // verdict names the backends it covers ("VERDICT: CERTIFIED (fake, gpu)").
 //
@@ -39,6 +41,7 @@ struct Verdict {
   std::size_t must_failures = 0;      // MUST results that are not pass/not_supported
   std::size_t clauses_run = 0;        // distinct clauses with a result (not_run is none)
   std::size_t clauses_in_catalogue = 0;
+  int interrupted_by = 0;  // the signal that interrupted the run (SIGALRM: --deadline), or 0
   // Indices into the results of the MUST failures and of the SHOULD results that did not pass
   // (neither lists a clause that did not run: a plugin that could not be loaded has none).
   std::vector<std::size_t> failures;
@@ -50,9 +53,11 @@ struct Verdict {
   std::string backend_list() const;
   // "VERDICT: CERTIFIED (fake, gpu)", "VERDICT: NOT CERTIFIED (3 MUST clauses failed; fake)",
   // "VERDICT: PARTIAL (2 of 33 clauses; fake)", "VERDICT: NOT CERTIFIED (no backend ran)",
-  // "VERDICT: NOT CERTIFIED (the plugin could not be loaded)".
+  // "VERDICT: NOT CERTIFIED (the plugin could not be loaded)",
+  // "VERDICT: NOT CERTIFIED (interrupted by SIGTERM (Terminated); 12 of 39 clauses ran; fake)".
   std::string line() const;
-  // kExitCertified, kExitNotCertified, kExitPartial, or kExitUsage when not loaded.
+  // kExitCertified, kExitNotCertified, kExitPartial, kExitUsage when not loaded, 128 + the
+  // signal when interrupted, 124 at the --deadline.
   int exit_status() const noexcept;
 };
 
@@ -64,6 +69,7 @@ struct VerdictInputs {
   std::vector<BackendKind> backends_ran;
   bool plugin_loaded = true;
   std::size_t clauses_in_catalogue = 0;  // plugin clauses a full run certifies
+  int interrupted_by = 0;                // the signal that interrupted the run, or 0
 };
 
 Verdict compute_verdict(const VerdictInputs& inputs);

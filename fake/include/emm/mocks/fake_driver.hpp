@@ -1,0 +1,9 @@
+// emm/mocks/fake_driver.hpp — the emmkit 0.1 path of emm/fake/fake_driver.hpp (the fake driver left
+// the mocks in 0.2.0: it is a backend, target emmkit::fake). Kept until 0.3.0 for plugins and tests
+// written against 0.1; include <emm/fake/fake_driver.hpp> instead (CHANGELOG.md).
+#pragma once
+
+#pragma GCC warning \
+    "<emm/mocks/fake_driver.hpp> is the emmkit 0.1 path, removed in 0.3.0: include <emm/fake/fake_driver.hpp> (see CHANGELOG.md)"
+
+#include "emm/fake/fake_driver.hpp"
