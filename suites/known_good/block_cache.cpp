@@ -151,12 +151,17 @@ class BlockCache : public GetIpcHandleMixin<HostOnlyCUDAMemoryManager> {
       if (error.code() != CUDA_ERROR_OUT_OF_MEMORY) throw;
     }
     // NBEP 7: on out of memory, flush the pending releases (they land in the cache), free the
-    // whole cache and retry once; a second failure reaches the caller unchanged (ALLOC-3).
+    // whole cache and retry once; a second failure reaches the caller unchanged (ALLOC-3). One
+    // thread reclaims at a time: a thread that meets out of memory while another is still
+    // freeing the cache it took waits for those frees, or its retry fails although the plugin
+    // is giving back enough (spec §8 (c)).
+    std::lock_guard reclaiming(reclaim_mutex_);
     deallocations().clear();
     free_device_blocks(driver, cache_->take_cached());
     return driver.mem_alloc(size);
   }
 
+  std::mutex reclaim_mutex_;
   std::shared_ptr<Cache> cache_ = std::make_shared<Cache>();
 };
 

@@ -1474,9 +1474,21 @@ class Fill final : public EngineCommand {
       });
       std::unique_lock lock(mutex_);
       changed_.wait(lock, [this] { return ready_; });
-      if (!failure_.empty()) session.fail(failure_);
+      const std::string failure = failure_;
+      lock.unlock();
+      if (!failure.empty()) {
+        end();  // the destructor of an object whose constructor throws does not run
+        session.fail(failure);
+      }
     }
-    ~OtherThread() {
+    ~OtherThread() { end(); }
+    OtherThread(const OtherThread&) = delete;
+    OtherThread& operator=(const OtherThread&) = delete;
+
+   private:
+    // Tells the thread to end and joins it (once).
+    void end() {
+      if (!thread_.joinable()) return;
       {
         std::lock_guard lock(mutex_);
         stop_ = true;
@@ -1484,10 +1496,7 @@ class Fill final : public EngineCommand {
       changed_.notify_all();
       thread_.join();
     }
-    OtherThread(const OtherThread&) = delete;
-    OtherThread& operator=(const OtherThread&) = delete;
 
-   private:
     std::mutex mutex_;
     std::condition_variable changed_;
     bool ready_ = false;  // mutex_
@@ -1526,9 +1535,11 @@ class Threads final : public EngineCommand {
         host_(*uniform(0, 2) == 1),
         info_(plan.capabilities.memory_info && *uniform(0, 2) == 1),
         ipc_(plan.capabilities.ipc && *uniform(0, 2) == 1),
-        at_exit_(plan.backend == BackendKind::fake && *uniform(0, 2) == 1) {}
+        at_exit_(plan.backend == BackendKind::fake && *uniform(0, 2) == 1),
+        pressure_(*uniform(0, 3) == 0) {}
   void show(std::ostream& os) const override {
     os << threads_ << " threads";
+    if (pressure_) os << " +full";
     if (guards_) os << " +guards";
     if (host_) os << " +pinned";
     if (info_) os << " +info";
@@ -1538,8 +1549,9 @@ class Threads final : public EngineCommand {
 
  protected:
   CommandKind kind() const override { return CommandKind::threads; }
-  void execute(const Model&, Session& session) const override {
-    session.begin_call({cpp_text(), python_text()});
+  void execute(const Model& s0, Session& session) const override {
+    const std::size_t big = std::max(s0.device_capacity / 8 / MiB * MiB, MiB);
+    session.begin_call({cpp_text(big), python_text(big)});
     Context& context = session.context(0);
     ThreadReport report;
     report.threads = threads_;
@@ -1606,6 +1618,26 @@ class Threads final : public EngineCommand {
       }
       waiting.fetch_sub(1);
       while (waiting.load() > 0) std::this_thread::yield();
+      if (pressure_ && thread == 0) {
+        // The device filled with large blocks until out of memory, three times, while the other
+        // threads run: their calls meet out of memory, and the plugin's giving back of what it
+        // keeps (spec §8 (c)) runs beside their allocations and releases.
+        std::vector<std::shared_ptr<MemoryPointer>> blocks;
+        for (int round = 0; round < 3; ++round) {
+          try {
+            while (blocks.size() < 16) blocks.push_back(context.memalloc(big));
+          } catch (...) {
+            if (!is_out_of_memory()) {
+              note_failure(str("thread 0, filling the device with memalloc(", big,
+                               ") blocks: ", describe_current_exception()));
+              return;
+            }
+          }
+          std::this_thread::yield();
+          blocks.clear();
+        }
+        return;
+      }
       auto drop_host = [&](std::size_t index) {
         Host& host = hosts[index];
         std::uint64_t seen[2] = {0, 0};
@@ -1722,6 +1754,10 @@ class Threads final : public EngineCommand {
           }
           operations.fetch_add(1);
         } catch (...) {
+          // Out of memory is no failure while thread 0 holds the device, nor while any thread
+          // may hold a defer_cleanup scope, inside which the plugin must not give back what it
+          // keeps (spec §8: rule (c) does not bind there).
+          if ((pressure_ || guards_) && is_out_of_memory()) continue;
           note_failure(
               str("thread ", thread, " (operation ", i, "): ", describe_current_exception()));
           return;
@@ -1738,11 +1774,13 @@ class Threads final : public EngineCommand {
       if (at_exit_) {
         // The last references go as the thread exits, and one more block is asked for then.
         at_exit.keep = std::move(mine);
-        at_exit.then = [&context, &note_failure, thread] {
+        const bool may_be_full = pressure_ || guards_;  // as in the loop above
+        at_exit.then = [&context, &note_failure, thread, may_be_full] {
           try {
             std::shared_ptr<MemoryPointer> late = context.memalloc(4096 + 16);
             late.reset();
           } catch (...) {
+            if (may_be_full && is_out_of_memory()) return;
             note_failure(str("thread ", thread, " at its exit (a thread_local destructor): ",
                              describe_current_exception()));
           }
@@ -1776,11 +1814,15 @@ class Threads final : public EngineCommand {
     if (ipc_) text += "    // 1 in 16: context().get_ipc_handle(one of live)\n";
     return text;
   }
-  std::string cpp_text() const {
+  std::string cpp_text(std::size_t big) const {
     return str(
         "std::vector<std::thread> threads;  // ", threads_, " threads at once, ", operations_,
         " operations each:\nfor (int t = 0; t < ", threads_,
         "; ++t) threads.emplace_back([&, t] {\n",
+        pressure_ ? str("  if (t == 0) { /* 3 times: memalloc(", big,
+                        ") until out of memory, then release them all */ return; }\n"
+                        "  // (the others may meet out of memory meanwhile)\n")
+                  : std::string(),
         at_exit_ ? "  thread_local Keep at_exit;  // its destructor drops `live` and calls "
                    "memalloc(4112) as the thread exits\n"
                  : "",
@@ -1793,8 +1835,11 @@ class Threads final : public EngineCommand {
         at_exit_ ? "  at_exit.live = std::move(live);\n" : "",
         "});\nfor (auto& thread : threads) thread.join();  // no two live blocks may overlap");
   }
-  std::string python_text() const {
+  std::string python_text(std::size_t big) const {
     return str(
+        pressure_ ? str("# thread 0: 3 times ctx.memalloc(", big,
+                        ") until out of memory, then del them all\n")
+                  : std::string(),
         "def _work(t):\n    live = []\n    for i in range(", operations_,
         "):\n        if len(live) < 8 and (i + t) % 3:\n            "
         "live.append(ctx.memalloc(16 * "
@@ -1820,6 +1865,7 @@ class Threads final : public EngineCommand {
   bool info_;
   bool ipc_;
   bool at_exit_;
+  bool pressure_;  // thread 0 fills the device while the others run
 };
 
 // reset() on this thread while 2-4 other threads drop every reference to the live device memory

@@ -106,10 +106,13 @@ class OutOfMemoryRules final : public Property {
   std::vector<Weighted> commands(const Plan&) const override {
     // Guards too: after a defer_cleanup scope ended, the plugin must again give back what it
     // holds (a fill runs only outside scopes).
+    // Bursts: hundreds of blocks of one size released at once, which fill a cache's lists to
+    // their bounds before the fill asks for everything back.
     return {{CommandKind::memalloc, 3},      {CommandKind::release, 3},
             {CommandKind::out_of_memory, 3}, {CommandKind::fill, 2},
             {CommandKind::reset, 1},         {CommandKind::verify, 1},
-            {CommandKind::enter_guard, 1},   {CommandKind::exit_guard, 1}};
+            {CommandKind::enter_guard, 1},   {CommandKind::exit_guard, 1},
+            {CommandKind::burst, 1}};
   }
   void out_of_memory(Session& session, const OutOfMemory& report) const override {
     if (!report.other.empty()) {
