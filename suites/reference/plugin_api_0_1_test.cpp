@@ -14,6 +14,7 @@
 #include "emm/host_only_memory_manager.hpp"
 #include "emm/numba_memory_manager.hpp"
 #include "emm/plugin_abi.hpp"
+#include "emm/plugin_loader.hpp"
 #include "emm/runtime.hpp"
 
 namespace {
@@ -73,4 +74,19 @@ TEST(PluginApi0_1, ConformanceTraitsWithNameAndCapabilitiesStillDescribeThePlugi
   emm::Runtime runtime(std::make_shared<emm::FakeDriver>(), emm::RuntimeOptions::hermetic());
   runtime.set_memory_manager(subject.factory);
   EXPECT_EQ(runtime.get_context(0).memalloc(64)->size(), 64u);
+}
+
+TEST(PluginApi0_1, APluginBuiltWith0_2_0StillLoads) {
+  // Its descriptor predates Capabilities' deprecated text member: 48 bytes, read field by field.
+  const emm::LoadedPlugin plugin = emm::load_plugin(EMM_TEST_PLUGIN_LAID_OUT_BY_0_2_0);
+  EXPECT_STREQ(plugin.declaration().name, "laid-out-by-0.2.0");
+  EXPECT_STREQ(plugin.declaration().defer_cleanup_behaviour, "as 0.2.0 wrote it");
+  EXPECT_EQ(plugin.declaration().capabilities, (emm::Capabilities{.memory_info = true,
+                                                                  .ipc = true,
+                                                                  .host_only_derived = true,
+                                                                  .thread_safe = true,
+                                                                  .managed_memory = true}));
+  emm::Runtime runtime(std::make_shared<emm::FakeDriver>(), emm::RuntimeOptions::hermetic());
+  runtime.set_memory_manager(plugin.factory());
+  EXPECT_EQ(runtime.get_context(0).memalloc(32)->size(), 32u);
 }
