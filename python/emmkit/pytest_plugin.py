@@ -18,7 +18,8 @@ def pytest_addoption(parser):
     group = parser.getgroup("emmkit")
     group.addoption("--emm-plugin", help="the Python EMM plugin class to certify, MODULE[:ATTR]")
     group.addoption("--emm-capabilities", default=None,
-                    help="capabilities to certify instead of the class's emmkit_capabilities")
+                    help="capabilities to certify instead of the class's emmkit_capabilities "
+                         "(or, without one, those inferred from what it overrides)")
 
 
 def _run(config):

@@ -24,6 +24,7 @@ const NumbaApi& NumbaApi::get() {
       made->description_ = version;
       made->base_ = made->driver_.attr("BaseCUDAMemoryManager");
       made->host_only_ = made->driver_.attr("HostOnlyCUDAMemoryManager");
+      made->ipc_handle_mixin_ = made->driver_.attr("GetIpcHandleMixin");
       made->cuda_api_error_ = made->driver_.attr("CudaAPIError");
       made->memory_pointer_ = made->driver_.attr("MemoryPointer");
     } catch (py::error_already_set& error) {
@@ -47,6 +48,12 @@ bool NumbaApi::is_manager_class(py::handle cls) const {
 bool NumbaApi::is_host_only_class(py::handle cls) const {
   return PyType_Check(cls.ptr()) != 0 && PyObject_IsSubclass(cls.ptr(), host_only_.ptr()) == 1;
 }
+
+bool NumbaApi::is_abstract_base(py::handle cls) const {
+  return cls.is(base_) || cls.is(host_only_);
+}
+
+bool NumbaApi::is_ipc_handle_mixin(py::handle cls) const { return cls.is(ipc_handle_mixin_); }
 
 long NumbaApi::cuda_api_error_code(py::handle exception) const {
   if (!exception || PyObject_IsInstance(exception.ptr(), cuda_api_error_.ptr()) != 1) return -1;

@@ -1,5 +1,8 @@
 #include "emm/python/python_plugin.hpp"
 
+#include <optional>
+#include <string>
+
 #include "emm/python/numba_api.hpp"
 
 namespace emm::python {
@@ -32,6 +35,92 @@ Capabilities base_capabilities() {
   Capabilities capabilities;
   capabilities.runs_on_fake_driver = false;
   return capabilities;
+}
+
+// A function whose body is only `raise NotImplementedError(...)`, read from its bytecode (no
+// source needed). numba's BaseCUDAMemoryManager makes get_memory_info and get_ipc_handle
+// abstract, so a class without them must still write them: RMM's get_memory_info is such a
+// stub, and it says "not provided" as numba's default would.
+bool only_raises_not_implemented(py::handle method) {
+  py::object function = py::reinterpret_borrow<py::object>(method);
+  if (py::hasattr(function, "__func__")) function = function.attr("__func__");
+  if (!py::hasattr(function, "__code__")) return false;
+  // Bookkeeping the interpreter adds around a call (3.8 to 3.13).
+  const auto bookkeeping = [](const std::string& op) {
+    return op == "RESUME" || op == "NOP" || op == "CACHE" || op == "EXTENDED_ARG" ||
+           op == "PUSH_NULL" || op == "PRECALL" || op == "KW_NAMES" || op == "COPY_FREE_VARS" ||
+           op == "MAKE_CELL";
+  };
+  const auto starts = [](const std::string& op, std::string_view prefix) {
+    return op.compare(0, prefix.size(), prefix) == 0;
+  };
+  bool loaded = false;
+  for (const py::handle instruction :
+       py::module_::import("dis").attr("get_instructions")(function)) {
+    const std::string op = instruction.attr("opname").cast<std::string>();
+    if (bookkeeping(op)) continue;
+    if (!loaded) {
+      const py::object value = instruction.attr("argval");
+      loaded =
+          starts(op, "LOAD_") &&
+          (value.ptr() == PyExc_NotImplementedError ||
+           (py::isinstance<py::str>(value) && value.cast<std::string>() == "NotImplementedError"));
+      if (!loaded) return false;
+    } else if (op == "RAISE_VARARGS") {
+      return true;
+    } else if (!starts(op, "LOAD_") && !starts(op, "CALL") && !starts(op, "BUILD_") &&
+               !starts(op, "FORMAT_") && op != "CONVERT_VALUE") {
+      return false;  // the message's arguments may be computed; anything else does work
+    }
+  }
+  return false;
+}
+
+// What `name` resolves to on `cls`: numba's abstract method (nullopt: nothing to infer), or the
+// class in the MRO that defines it and the raw attribute there.
+struct Resolved {
+  py::object owner;
+  py::object attribute;
+};
+std::optional<Resolved> resolve(const py::object& cls, const char* name, const NumbaApi& numba) {
+  for (const py::handle klass : cls.attr("__mro__")) {
+    const py::object namespace_ = klass.attr("__dict__");
+    if (!namespace_.contains(name)) continue;
+    if (numba.is_abstract_base(klass)) return std::nullopt;
+    return Resolved{py::reinterpret_borrow<py::object>(klass), namespace_[name]};
+  }
+  return std::nullopt;
+}
+
+// Spec §8: a class that declares nothing has memory_info and ipc inferred from what it
+// overrides; the rest (thread_safe, pooling, no_caching, ...) are promises only the class can
+// make. The reasons say why, for the certificate.
+struct Inferred {
+  Capabilities capabilities;
+  std::string reasons;  // "get_memory_info overridden, GetIpcHandleMixin"
+};
+Inferred infer_capabilities(const py::object& cls, const NumbaApi& numba) {
+  Inferred inferred{base_capabilities(), {}};
+  const auto add = [&inferred](const std::string& reason) {
+    inferred.reasons += (inferred.reasons.empty() ? "" : ", ") + reason;
+  };
+  const auto infer = [&](const char* name, bool Capabilities::*flag) {
+    const std::optional<Resolved> resolved = resolve(cls, name, numba);
+    if (!resolved) return;
+    if (numba.is_ipc_handle_mixin(resolved->owner)) {
+      inferred.capabilities.*flag = true;
+      add("GetIpcHandleMixin");
+    } else if (only_raises_not_implemented(resolved->attribute)) {
+      add(std::string(name) + " raises NotImplementedError");
+    } else {
+      inferred.capabilities.*flag = true;
+      add(std::string(name) + " overridden");
+    }
+  };
+  infer("get_memory_info", &Capabilities::memory_info);
+  infer("get_ipc_handle", &Capabilities::ipc);
+  if (inferred.reasons.empty()) inferred.reasons = "nothing overridden";
+  return inferred;
 }
 
 std::string first_paragraph(std::string text) {
@@ -133,8 +222,16 @@ PythonPlugin load_python_plugin(std::string_view target_text,
     }
     plugin.capabilities_source = "class attribute " + std::string(kCapabilitiesAttribute);
   } else {
-    plugin.capabilities = base_capabilities();
-    plugin.capabilities_source = "nothing declared";
+    try {
+      const Inferred inferred = infer_capabilities(plugin.cls, numba);
+      plugin.capabilities = inferred.capabilities;
+      plugin.capabilities_source = "inferred: " + inferred.reasons;
+    } catch (py::error_already_set& error) {
+      throw PythonPluginError(
+          std::string(make_python_error(error, "inferring the capabilities of " + shown).what()) +
+          "\nDeclare them instead: " + shown + "." + std::string(kCapabilitiesAttribute) +
+          " = (\"ipc\", \"memory_info\", ...)");
+    }
   }
   plugin.name = "python " + shown + " (capabilities: " + plugin.capabilities_source + ")";
 

@@ -68,6 +68,88 @@ TEST_F(Adapter, CapabilityListsAreCheckedByName) {
                               "some of: memory_info, ipc, thread_safe, pooling"));
 }
 
+// Spec §8: a class that declares no capabilities has memory_info and ipc inferred from what it
+// overrides (emm_test_managers.py), and its name on the certificate says they were inferred.
+class InferredCapabilities : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ensure_interpreter();
+    Gil gil;
+    py::module_::import("sys").attr("path").attr("insert")(0, EMM_TEST_PYTHON_MODULES);
+  }
+  // The capabilities a Python plugin cannot declare (runs_on_fake_driver false) plus `names`.
+  static Capabilities only(std::initializer_list<bool Capabilities::*> names) {
+    Capabilities capabilities;
+    capabilities.runs_on_fake_driver = false;
+    for (bool Capabilities::*name : names) capabilities.*name = true;
+    return capabilities;
+  }
+  static std::string declared_names(const Capabilities& capabilities) {
+    std::string names;
+    for (const CapabilityField& field : kCapabilityFields) {
+      if (declared(capabilities, field))
+        names += (names.empty() ? "" : " ") + std::string(field.name);
+    }
+    return names;
+  }
+};
+
+TEST_F(InferredCapabilities, AnOverriddenGetMemoryInfoAndGetIpcHandleMixinInferBoth) {
+  Gil gil;
+  const PythonPlugin plugin =
+      load_python_plugin("emm_test_managers:InfersMemoryInfoAndIpc", std::nullopt);
+  EXPECT_EQ(plugin.capabilities_source, "inferred: get_memory_info overridden, GetIpcHandleMixin");
+  EXPECT_EQ(plugin.name,
+            "python emm_test_managers:InfersMemoryInfoAndIpc (capabilities: inferred: "
+            "get_memory_info overridden, GetIpcHandleMixin)");
+  EXPECT_EQ(declared_names(plugin.capabilities), "memory_info ipc");
+  EXPECT_EQ(plugin.capabilities, only({&Capabilities::memory_info, &Capabilities::ipc}));
+  EXPECT_STREQ(plugin.declaration().name, plugin.name.c_str());
+}
+
+TEST_F(InferredCapabilities, AMethodThatOnlyRaisesNotImplementedErrorIsNotAnOverride) {
+  Gil gil;
+  const PythonPlugin plugin =
+      load_python_plugin("emm_test_managers:InfersIpcLikeRmm", std::nullopt);
+  EXPECT_EQ(plugin.name,
+            "python emm_test_managers:InfersIpcLikeRmm (capabilities: inferred: get_memory_info "
+            "raises NotImplementedError, get_ipc_handle overridden)");
+  EXPECT_EQ(declared_names(plugin.capabilities), "ipc");
+  EXPECT_EQ(plugin.capabilities, only({&Capabilities::ipc}));
+}
+
+TEST_F(InferredCapabilities, AStubHidesGetIpcHandleMixinsMethod) {
+  Gil gil;
+  const PythonPlugin plugin =
+      load_python_plugin("emm_test_managers:InfersNothingFromStubs", std::nullopt);
+  EXPECT_EQ(plugin.capabilities_source,
+            "inferred: get_memory_info raises NotImplementedError, get_ipc_handle raises "
+            "NotImplementedError");
+  EXPECT_EQ(declared_names(plugin.capabilities), "");
+  EXPECT_EQ(plugin.capabilities, only({}));
+}
+
+TEST_F(InferredCapabilities, NumbasAbstractMethodsInferNothing) {
+  Gil gil;
+  const PythonPlugin plugin =
+      load_python_plugin("emm_test_managers:OverridesNothing", std::nullopt);
+  EXPECT_EQ(plugin.name,
+            "python emm_test_managers:OverridesNothing (capabilities: inferred: nothing "
+            "overridden)");
+  EXPECT_EQ(plugin.capabilities, only({}));
+}
+
+TEST_F(InferredCapabilities, TheCapabilitiesOptionAndTheClassAttributeWinOverInference) {
+  Gil gil;
+  const PythonPlugin overridden =
+      load_python_plugin("emm_test_managers:InfersMemoryInfoAndIpc", "thread_safe");
+  EXPECT_EQ(overridden.capabilities_source, "--capabilities");
+  EXPECT_EQ(overridden.capabilities, only({&Capabilities::thread_safe}));
+  const PythonPlugin declared = load_python_plugin("emm_test_managers:WellFormed", std::nullopt);
+  EXPECT_EQ(declared.capabilities_source, "class attribute emmkit_capabilities");
+  EXPECT_EQ(declared.capabilities, only({&Capabilities::memory_info, &Capabilities::ipc}));
+}
+
 TEST_F(Adapter, ForwardsTheLifecycleCalls) {
   EXPECT_EQ(manager_->interface_version(), 1);
   manager_->reset();

@@ -57,6 +57,9 @@ TEST(CertifyCliPython, UsageTextShowsPythonAndCapabilities) {
   const std::string usage = certify_usage();
   EXPECT_THAT(usage, ::testing::HasSubstr("--python M[:A]"));
   EXPECT_THAT(usage, ::testing::HasSubstr("--capabilities C"));
+  EXPECT_THAT(usage, ::testing::HasSubstr("(without one: memory_info and ipc\n"
+                                          "                      inferred from the methods the "
+                                          "class overrides)"));
   EXPECT_THAT(usage, ::testing::Not(::testing::HasSubstr("NOT AVAILABLE")));
 }
 

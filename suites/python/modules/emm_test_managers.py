@@ -3,8 +3,9 @@ from numba.cuda.cudadrv.driver import (BaseCUDAMemoryManager, GetIpcHandleMixin,
                                        HostOnlyCUDAMemoryManager, MemoryInfo)
 
 
-class _NoDriver(GetIpcHandleMixin, HostOnlyCUDAMemoryManager):
-    """Loads like any plugin; every allocation needs the driver (a GPU)."""
+class _Bare(HostOnlyCUDAMemoryManager):
+    """Loads like any plugin; every allocation needs the driver (a GPU). Leaves get_memory_info
+    and get_ipc_handle to its subclasses."""
 
     def initialize(self):
         pass
@@ -12,12 +13,14 @@ class _NoDriver(GetIpcHandleMixin, HostOnlyCUDAMemoryManager):
     def memalloc(self, size):
         raise NotImplementedError("needs a GPU")
 
-    def get_memory_info(self):
-        return MemoryInfo(free=0, total=0)
-
     @property
     def interface_version(self):
         return 1
+
+
+class _NoDriver(GetIpcHandleMixin, _Bare):
+    def get_memory_info(self):
+        return MemoryInfo(free=0, total=0)
 
 
 class WellFormed(_NoDriver):
@@ -57,3 +60,40 @@ class FakeDriverCapability(_NoDriver):
 
 class Abstract(BaseCUDAMemoryManager):
     """Leaves every method abstract: ABCMeta refuses to instantiate it."""
+
+
+# No emmkit_capabilities below: memory_info and ipc are inferred from what each class overrides
+# (spec §8; python/include/emm/python/python_plugin.hpp).
+
+
+class InfersMemoryInfoAndIpc(_NoDriver):
+    """Its own get_memory_info and GetIpcHandleMixin's get_ipc_handle."""
+
+
+class InfersIpcLikeRmm(_Bare):
+    """Shaped like RMM's RMMNumbaManager: its own get_ipc_handle, a get_memory_info stub."""
+
+    def get_ipc_handle(self, memory):
+        return memory.handle
+
+    def get_memory_info(self):
+        """Returns nothing: the allocations come from a pool (NBEP 7 allows this)."""
+        raise NotImplementedError()
+
+
+class InfersNothingFromStubs(GetIpcHandleMixin, _Bare):
+    """Writes the methods ABCMeta demands as stubs; its own get_ipc_handle stub hides the
+    mixin's."""
+
+    def get_memory_info(self):
+        raise NotImplementedError
+
+    def get_ipc_handle(self, memory):
+        raise NotImplementedError(f"no IPC for {memory!r} here", 1)
+
+
+class OverridesNothing(_Bare):
+    """Keeps numba's abstract get_memory_info and get_ipc_handle (ABCMeta's check switched off)."""
+
+
+OverridesNothing.__abstractmethods__ = frozenset()

@@ -33,6 +33,11 @@ class NumbaApi {
   const std::string& description() const noexcept { return description_; }
   bool is_manager_class(pybind11::handle cls) const;
   bool is_host_only_class(pybind11::handle cls) const;
+  // `cls` is BaseCUDAMemoryManager or HostOnlyCUDAMemoryManager itself: a method resolved there
+  // is numba's abstract one (get_memory_info, get_ipc_handle), never an implementation.
+  bool is_abstract_base(pybind11::handle cls) const;
+  // `cls` is numba's GetIpcHandleMixin, whose get_ipc_handle exports any allocation.
+  bool is_ipc_handle_mixin(pybind11::handle cls) const;
   // The CUresult numba's CudaAPIError carries, or -1 when `exception` is not one.
   long cuda_api_error_code(pybind11::handle exception) const;
   // numba's Context for `device`'s primary context (numba.cuda.gpus[device]).
@@ -48,6 +53,7 @@ class NumbaApi {
   pybind11::object driver_;
   pybind11::object base_;
   pybind11::object host_only_;
+  pybind11::object ipc_handle_mixin_;
   pybind11::object cuda_api_error_;
   pybind11::object memory_pointer_;
 };

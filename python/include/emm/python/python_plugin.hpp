@@ -12,10 +12,17 @@
 //
 // Capabilities come from the class attribute `emmkit_capabilities` (an iterable of names from
 // kCapabilityFields, e.g. ("ipc", "memory_info")) unless an override is given (emm-certify
-// --capabilities); the plugin's name on the certificate says which. runs_on_fake_driver is
-// always false (the plugin calls the real driver through numba) and host_only_derived is false
-// (the HostOnly clauses read the C++ HostOnlyCUDAMemoryManager's queue, which a Python class
-// does not have; docs/python-plugins.md).
+// --capabilities). A class with neither (RMM's, CuPy's prototype) has two inferred from what
+// it overrides (spec §8): memory_info when get_memory_info resolves to something other than
+// numba's abstract method, ipc when get_ipc_handle is GetIpcHandleMixin's or the class's own;
+// a method whose body only raises NotImplementedError (RMM's get_memory_info) counts as not
+// provided. The rest (thread_safe, pooling, no_caching, managed_memory) are promises only the
+// class can make, never inferred. The plugin's name on the certificate says which source, e.g.
+// "(capabilities: inferred: get_memory_info overridden, GetIpcHandleMixin)".
+//
+// runs_on_fake_driver is always false (the plugin calls the real driver through numba) and
+// host_only_derived is false (the HostOnly clauses read the C++ HostOnlyCUDAMemoryManager's
+// queue, which a Python class does not have; docs/python-plugins.md).
 //
 // Needs the GIL. Errors: PythonImportError (the import), PythonPluginError (everything else).
 #pragma once
@@ -49,7 +56,8 @@ struct PythonPlugin {
   pybind11::object cls;  // the class; kept for the life of the process
   std::string name;      // "python module:Class (capabilities from ...)"
   Capabilities capabilities;
-  std::string capabilities_source;  // "class attribute emmkit_capabilities", "--capabilities", ...
+  // "class attribute emmkit_capabilities", "--capabilities" or "inferred: <reasons>"
+  std::string capabilities_source;
   std::string defer_cleanup_behaviour;
 
   // Points into this object's strings: valid while it lives.
@@ -60,7 +68,8 @@ struct PythonPlugin {
 // PythonPluginError naming the unknown or undeclarable name.
 Capabilities parse_capability_list(std::string_view text);
 
-// Loads and checks the class. `capabilities_override` replaces what the class declares.
+// Loads and checks the class. `capabilities_override` replaces what the class declares (or what
+// would be inferred).
 PythonPlugin load_python_plugin(std::string_view target_text,
                                 const std::optional<std::string>& capabilities_override);
 
