@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
 # GPU step (run by scripts/gpu.sh): the known-bad plugin zoo (suites/known_bad/) on the GPU
-# backend with the default preset's build. suites/known_bad/check_zoo.py --backend gpu asserts
-# each row's manifest expectations there (the exit status, the verdict, the violated clause's
-# outcome and message, the pinned clauses), exactly as CTest does on the fake backend. Rows run
-# EMMKIT_ZOO_JOBS at a time (default 1, see below). The JSON
-# reports and one log per row go to $OUT/known_bad/. Without a GPU the step is skipped (exit 0,
-# with emm-certify's reason).
+# backend with the default preset's build (EMMKIT_ZOO_PRESET=release: the release one).
+# suites/known_bad/check_zoo.py --backend gpu asserts each row's manifest expectations there
+# (the exit status, the verdict, the violated clause's outcome and message, the pinned clauses),
+# exactly as CTest does on the fake backend. Rows run EMMKIT_ZOO_JOBS at a time (default 1, see
+# below). The JSON reports, one log per row and results.txt (one "<status> <row>" line per row
+# as it ends) go to $OUT/known_bad/. Without a GPU the step is skipped (exit 0, with
+# emm-certify's reason).
 #
-# Rows run one at a time: the gpu backend reads memory in use from cuMemGetInfo, which counts
-# every process on the device, so two certifications side by side see each other's memory as
-# leaks (docs/fake-vs-gpu.md). EMMKIT_ZOO_JOBS > 1 is only for a quick look at crashes.
+# Rows run one at a time by default: leaks are judged from the process's own ledger
+# (cupti_ledger.hpp), but the memory-info clauses compare a plugin's cuMemGetInfo figures, which
+# count every process on the device, so certifications side by side can disturb them
+# (docs/fake-vs-gpu.md). EMMKIT_ZOO_JOBS > 1 is for a quick look; rerun a row that fails alone.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
-build=build/default
+build="build/${EMMKIT_ZOO_PRESET:-default}"
 certify="$build/conformance/emm-certify"
 manifest=suites/known_bad/manifest.tsv
 reports="${OUT:-$build/gpu-out}/known_bad"
@@ -23,6 +25,7 @@ if [[ ! -x "$certify" ]]; then
   exit 2
 fi
 mkdir -p "$reports"
+: >"$reports/results.txt"
 
 # one_row TEST LIBRARY: checks one manifest row; prints "<status> <test>" as its last line.
 one_row() {
@@ -30,7 +33,8 @@ one_row() {
   python3 suites/known_bad/check_zoo.py --backend gpu --timeout 1800 --certify "$certify" \
     --plugin "$build/suites/known_bad/plugins/lib$library.so" --manifest "$manifest" \
     --test "$test" --work-dir "$reports" >"$reports/$test.log" 2>&1 || status=$?
-  echo "$status $test"
+  # Also as it comes, so that a run cut short still says which rows were done.
+  echo "$status $test" | tee -a "$reports/results.txt"
 }
 export -f one_row
 export build certify manifest reports

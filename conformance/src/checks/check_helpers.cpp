@@ -304,8 +304,9 @@ void expect_no_invalid_frees(ClauseRun& run, std::optional<std::size_t> before,
     return;
   }
   if (*after != *before) {
+    const std::vector<std::string> seen = run.backend().invalid_free_descriptions();
     run.fail(str("the ", run.backend().name(), " driver counted ", *after - *before,
-                 " invalid free(s) ", what));
+                 " invalid free(s) ", what, seen.empty() ? "" : "; the last: " + seen.back()));
   }
 }
 

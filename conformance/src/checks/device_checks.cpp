@@ -218,7 +218,7 @@ EMM_CHECK(DEV_3) {
   Context& zero = context_on(run, 0);
   Context& one = context_on(run, 1);
   const std::array<Context*, 2> contexts{&zero, &one};
-  const std::size_t slack = run.backend().memory_slack();
+  const std::size_t slack = run.backend().memory_info_slack();
   // Larger than any pool chunk: memory the plugin must take from the driver (as INFO-1).
   constexpr std::size_t kLarge = 256 * MiB;
   for (const int device : {1, 0}) {

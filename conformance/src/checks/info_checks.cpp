@@ -40,7 +40,7 @@ EMM_CHECK(INFO_1) {
   run.require_capability();
   Context& context = run.host().context();
   const bool pooling = run.capabilities().pooling;
-  const std::size_t slack = run.backend().memory_slack();
+  const std::size_t slack = run.backend().memory_info_slack();
   const MemoryInfo at_rest = query(run, context, "at rest");
   expect_shape(run, at_rest, "at rest");
   run.record("total_bytes", at_rest.total);

@@ -171,7 +171,8 @@ EMM_CHECK(LIFE_2) {
     const std::size_t drift = info_after->free > info_before->free
                                   ? info_after->free - info_before->free
                                   : info_before->free - info_after->free;
-    const bool same = info_after->total == info_before->total && drift <= slack + taken_by_query;
+    const bool same = info_after->total == info_before->total &&
+                      drift <= run.backend().memory_info_slack() + taken_by_query;
     if (!same) {
       run.fail(str("get_memory_info() was ", describe(*info_before), " before and ",
                    describe(*info_after), " after ", kCalls + 10,

@@ -59,7 +59,9 @@ std::string describe_devices(BackendKind kind, const BackendSettings& settings) 
                                                : make_gpu_backend(/*keep_context=*/false);
   const int count = backend->device_count();
   const std::string name = backend->device_name(0);
-  return count > 1 ? name + ", " + std::to_string(count) + " devices" : name;
+  std::string text = count > 1 ? name + ", " + std::to_string(count) + " devices" : name;
+  if (kind == BackendKind::gpu) text += "; " + gpu_ledger_status();
+  return text;
 }
 
 void prepare_process(BackendKind kind, bool will_import, std::chrono::milliseconds timeout) {

@@ -18,6 +18,9 @@ std::unique_ptr<Backend> make_fake_backend(int devices);
 std::unique_ptr<Backend> make_gpu_backend(bool keep_context = true);
 // Why the process has no usable GPU ("" when it has one); loads the driver once.
 const std::string& gpu_unavailable_reason();
+// What the gpu backend records with, for the certificate's device line: "allocation ledger:
+// CUPTI (libcupti.so.13)", or "no allocation ledger: " and why (cupti_ledger.hpp).
+std::string gpu_ledger_status();
 // prepare_process() on the gpu (backend.hpp).
 void prepare_gpu_process(bool will_import, std::chrono::milliseconds timeout);
 

@@ -30,6 +30,7 @@ class FakeBackend final : public Backend {
     return fake_->system()->bytes_in_use(device);
   }
   std::size_t memory_slack() const noexcept override { return 0; }
+  std::size_t memory_info_slack() const noexcept override { return 0; }
   std::optional<AddressRange> driver_block(CUdeviceptr pointer) override {
     return fake_->live_allocation_containing(pointer);
   }
@@ -47,7 +48,10 @@ class FakeBackend final : public Backend {
     return fake_->host_registration_count();
   }
   std::optional<HostMemoryState> host_memory(const void* address) override {
-    return host_memory_from_driver(*fake_, address);
+    HostMemoryState state = host_memory_from_driver(*fake_, address);
+    // The fake's cuMemHostGetFlags reports the flags the block was made with.
+    state.flags_as_given = state.host_alloc_flags.has_value();
+    return state;
   }
   std::optional<std::size_t> invalid_frees() override { return fake_->invalid_frees(); }
   std::optional<std::size_t> invalid_accesses() override { return fake_->invalid_accesses(); }

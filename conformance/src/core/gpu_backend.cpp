@@ -1,8 +1,12 @@
 // The gpu backend: the process's real CUDA driver, loaded once (CUDA's state is per process).
-// Observations come from the driver itself: cuMemGetInfo for memory in use (device-wide, hence
-// a slack), cuMemGetAddressRange for blocks; what only the fake records (host allocation
-// counts, invalid frees and accesses) is not observable here. IPC goes through a real second
-// process, the emm-ipc-importer program.
+// Observations come from the process's ledger (cupti_ledger.hpp): every allocation and free any
+// library of the process made through the driver or the runtime, as exact as the fake's own
+// records (live bytes, blocks and their devices, host blocks and their flags, managed attach
+// flags, invalid frees, driver calls). Without CUPTI they come from the driver itself:
+// cuMemGetInfo for memory in use (device-wide, hence a slack), cuMemGetAddressRange for blocks,
+// and what only a record shows is not observable. Accesses outside allocations are not
+// observable either way (a copy into a neighbouring block succeeds on a GPU). IPC goes through
+// a real second process, the emm-ipc-importer program.
 //
 // emm-certify never calls this in its parent process: the GPU is probed and used in child
 // processes only (CUDA must not be initialised before fork()).
@@ -21,6 +25,7 @@
 #include <utility>
 
 #include "core/backend_factories.hpp"
+#include "core/cupti_ledger.hpp"
 #include "emm/conformance/ipc_importer.hpp"
 #include "emm/cuda_driver.hpp"
 #include "emm/errors.hpp"
@@ -93,7 +98,8 @@ ImporterProcess& importer_process() {
 
 class GpuBackend final : public Backend {
  public:
-  explicit GpuBackend(std::shared_ptr<Driver> driver) : driver_(std::move(driver)) {}
+  GpuBackend(std::shared_ptr<Driver> driver, DriverLedger* ledger)
+      : driver_(std::move(driver)), ledger_(ledger) {}
   ~GpuBackend() override {
     if (retained_primary_ == nullptr) return;
     try {
@@ -111,6 +117,7 @@ class GpuBackend final : public Backend {
   int device_count() override { return driver_->device_get_count(); }
 
   std::size_t device_bytes_in_use() override {
+    if (ledger_ != nullptr) return ledger_->device_bytes();
     if (driver_->ctx_get_current() == nullptr) {
       if (retained_primary_ == nullptr) retained_primary_ = driver_->primary_ctx_retain(0);
       driver_->ctx_set_current(retained_primary_);
@@ -124,8 +131,15 @@ class GpuBackend final : public Backend {
     const MemoryInfo info = info_on(device);
     return info.total - info.free;
   }
-  std::size_t memory_slack() const noexcept override { return kGpuSlack; }
+  std::size_t memory_slack() const noexcept override { return ledger_ != nullptr ? 0 : kGpuSlack; }
+  std::size_t memory_info_slack() const noexcept override { return kGpuSlack; }
   std::optional<AddressRange> driver_block(CUdeviceptr pointer) override {
+    if (ledger_ != nullptr) {
+      if (const std::optional<LedgerBlock> block = ledger_->device_block_containing(pointer)) {
+        return AddressRange{block->base, block->size};
+      }
+    }
+    // Blocks made before the ledger started, or where there is none.
     try {
       return driver_->mem_get_address_range(pointer);
     } catch (const CudaDriverError&) {
@@ -133,6 +147,12 @@ class GpuBackend final : public Backend {
     }
   }
   std::optional<int> block_device(CUdeviceptr pointer) override {
+    if (ledger_ != nullptr) {
+      if (const std::optional<LedgerBlock> block = ledger_->device_block_containing(pointer);
+          block && block->device >= 0) {
+        return block->device;
+      }
+    }
     // Only a device allocation answers: the ordinal of page-locked host memory is not where a
     // block lives.
     if (!driver_block(pointer)) return std::nullopt;
@@ -143,18 +163,50 @@ class GpuBackend final : public Backend {
       return std::nullopt;
     }
   }
-  // No driver query reports a managed allocation's attach flag.
-  std::optional<unsigned> managed_attach_flags(CUdeviceptr) override { return std::nullopt; }
-
-  std::optional<std::size_t> host_allocation_count() override { return std::nullopt; }
-  std::optional<std::size_t> host_registration_count() override { return std::nullopt; }
-  std::optional<HostMemoryState> host_memory(const void* address) override {
-    return host_memory_from_driver(*driver_, address);
+  // No driver query reports a managed allocation's attach flag: only the ledger knows it.
+  std::optional<unsigned> managed_attach_flags(CUdeviceptr pointer) override {
+    if (ledger_ == nullptr) return std::nullopt;
+    const std::optional<LedgerBlock> block = ledger_->device_block_containing(pointer);
+    return block && block->kind == LedgerBlockKind::managed ? block->flags : 0u;
   }
-  std::optional<std::size_t> invalid_frees() override { return std::nullopt; }
+
+  std::optional<std::size_t> host_allocation_count() override {
+    if (ledger_ == nullptr) return std::nullopt;
+    return ledger_->count(LedgerBlockKind::host_alloc);
+  }
+  std::optional<std::size_t> host_registration_count() override {
+    if (ledger_ == nullptr) return std::nullopt;
+    return ledger_->count(LedgerBlockKind::host_registration);
+  }
+  std::optional<HostMemoryState> host_memory(const void* address) override {
+    HostMemoryState state = host_memory_from_driver(*driver_, address);
+    if (ledger_ == nullptr || !state.page_locked) return state;
+    const std::optional<LedgerBlock> block =
+        ledger_->host_block_containing(reinterpret_cast<std::uintptr_t>(address));
+    if (block && block->kind == LedgerBlockKind::host_alloc) {
+      // What the call was given, with the DEVICEMAP every page-locked block has under unified
+      // addressing (as cuMemHostGetFlags reports it).
+      state.host_alloc_flags = block->flags | CU_MEMHOSTALLOC_DEVICEMAP;
+      state.flags_as_given = true;
+    }
+    return state;
+  }
+  std::optional<std::size_t> invalid_frees() override {
+    if (ledger_ == nullptr) return std::nullopt;
+    return ledger_->invalid_frees();
+  }
+  std::vector<std::string> invalid_free_descriptions() override {
+    return ledger_ != nullptr ? ledger_->invalid_free_descriptions() : std::vector<std::string>{};
+  }
   std::optional<std::size_t> invalid_accesses() override { return std::nullopt; }
-  std::optional<std::size_t> driver_frees() override { return std::nullopt; }
-  std::optional<std::size_t> driver_calls() override { return std::nullopt; }
+  std::optional<std::size_t> driver_frees() override {
+    if (ledger_ == nullptr) return std::nullopt;
+    return ledger_->frees();
+  }
+  std::optional<std::size_t> driver_calls() override {
+    if (ledger_ == nullptr) return std::nullopt;
+    return ledger_->calls();
+  }
 
   bool reusable() const override { return !contexts_destroyed_; }
 
@@ -221,6 +273,7 @@ class GpuBackend final : public Backend {
   }
 
   ImportResponse import_elsewhere(const ImportRequest& request) override {
+    settle_writes();
     return importer_process().import(request, std::chrono::seconds(kImporterTimeoutS));
   }
   // emm-ipc-importer imports with the default manager; it cannot be handed the plugin.
@@ -230,6 +283,26 @@ class GpuBackend final : public Backend {
   }
 
  private:
+  // A copy from pageable host memory may return before its DMA reached the device (cuda.h,
+  // cuMemcpyHtoD): another process reading through an IPC handle must come after the work of
+  // every context that holds memory, not only the current one (seen on two loaded H200s: the
+  // importer read bytes the exporter had not yet written).
+  void settle_writes() {
+    const CUcontext current = driver_->ctx_get_current();
+    if (current != nullptr) driver_->ctx_synchronize();
+    if (ledger_ == nullptr) return;
+    for (const CUcontext context : ledger_->contexts_holding_blocks()) {
+      if (context == current) continue;
+      try {
+        driver_->ctx_set_current(context);
+        driver_->ctx_synchronize();
+      } catch (const CudaDriverError&) {
+        // A context destroyed since: nothing of it to wait for.
+      }
+    }
+    driver_->ctx_set_current(current);
+  }
+
   // The driver sets up some of its own device memory lazily (copy and memset machinery, the
   // first small-allocation heap); do that before the first figure is taken, so that it is not
   // counted against the plugin.
@@ -259,6 +332,7 @@ class GpuBackend final : public Backend {
   }
 
   std::shared_ptr<Driver> driver_;
+  DriverLedger* ledger_;  // the process's; null without CUPTI
   CUcontext retained_primary_ = nullptr;
   bool warmed_up_ = false;
   bool contexts_destroyed_ = false;
@@ -292,8 +366,16 @@ void prepare_gpu_process(bool will_import, std::chrono::milliseconds timeout) {
 std::unique_ptr<Backend> make_gpu_backend(bool keep_context) {
   const CudaDriverProbe& gpu = CudaDriver::probe();
   if (!gpu.driver) throw DriverUnavailableError("no GPU: " + gpu.reason);
+  // The ledger first, so that it sees the context's own start.
+  DriverLedger* ledger = process_cupti_ledger().ledger;
   if (keep_context) keep_primary_context(*gpu.driver);
-  return std::make_unique<GpuBackend>(gpu.driver);
+  return std::make_unique<GpuBackend>(gpu.driver, ledger);
+}
+
+std::string gpu_ledger_status() {
+  const CuptiLedger& cupti = process_cupti_ledger();
+  return cupti.ledger != nullptr ? "allocation ledger: CUPTI (" + cupti.library + ")"
+                                 : "no allocation ledger: " + cupti.reason;
 }
 
 }  // namespace emm::conformance

@@ -46,6 +46,10 @@ struct HostMemoryState {
   // registered range's PORTABLE/DEVICEMAP bits, with DEVICEMAP added by the driver under unified
   // addressing (seen on an H100); std::nullopt when the driver refuses (pageable memory).
   std::optional<unsigned> host_alloc_flags;
+  // Whether host_alloc_flags holds every flag the cuMemHostAlloc call was given (the fake's
+  // records, the gpu backend's ledger), so that PORTABLE can be judged: cuMemHostGetFlags alone
+  // did not report it on an H100.
+  bool flags_as_given = false;
 };
 
 // host_memory() for any driver: what both backends answer.
@@ -80,9 +84,14 @@ class Backend {
   // Device memory in use on `device` alone (fake: every simulated process's allocations there;
   // gpu: total - free from cuMemGetInfo in that device's primary context).
   virtual std::size_t device_bytes_in_use_on(int device) = 0;
-  // What device_bytes_in_use() may drift by without a leak: 0 on the fake; on the gpu, other
-  // processes and the driver's page granularity.
+  // What device_bytes_in_use() may drift by without a leak: 0 on the fake and on the gpu with
+  // its ledger (cupti_ledger.hpp); without one, other processes and the driver's page
+  // granularity move cuMemGetInfo's figures.
   virtual std::size_t memory_slack() const noexcept = 0;
+  // How far figures cuMemGetInfo reports (a plugin's get_memory_info(), device_bytes_in_use_on)
+  // may be from the allocations that moved them: 0 on the fake; on the gpu, the driver's page
+  // granularity and other processes.
+  virtual std::size_t memory_info_slack() const noexcept = 0;
   // The driver allocation [base, base + size) that `pointer` lies in, if the driver knows one
   // (fake: live cuMemAlloc/managed/pool blocks; gpu: cuMemGetAddressRange).
   virtual std::optional<AddressRange> driver_block(CUdeviceptr pointer) = 0;
@@ -106,10 +115,13 @@ class Backend {
   // cuMemHostGetFlags), so the fake and the gpu observe the same (docs/fake-vs-gpu.md).
   virtual std::optional<HostMemoryState> host_memory(const void* address) = 0;
 
-  // --- what the driver saw go wrong
-  // ---------------------------------------------------------------- Frees, unregisters and closes
-  // of something not live (double frees), so far.
+  // --- what the driver saw go wrong --------------------------------------------------------------
+  // Frees, unregisters and closes of something not live (double frees), so far.
   virtual std::optional<std::size_t> invalid_frees() = 0;
+  // What the last few of those were, oldest first, with their addresses ("cuMemFree(0x...)
+  // refused with CUDA_ERROR_INVALID_VALUE (freed before by cuMemFree)"); empty where not
+  // recorded.
+  virtual std::vector<std::string> invalid_free_descriptions() { return {}; }
   // Copies and memsets that touched bytes outside any live allocation, so far.
   virtual std::optional<std::size_t> invalid_accesses() = 0;
   // Frees of device and host memory this process asked the driver for (cuMemFree,

@@ -98,7 +98,7 @@ class MemoryInfoPerDevice final : public TwoDevices {
     Read& last = reads.by_device[device];
     const std::size_t in_use = session.backend().device_bytes_in_use_on(device);
     const std::size_t other_in_use = session.backend().device_bytes_in_use_on(1 - device);
-    const std::size_t slack = session.backend().memory_slack();
+    const std::size_t slack = session.backend().memory_info_slack();
     if (last.info && last.only_allocations) {
       const std::size_t took = in_use > last.in_use ? in_use - last.in_use : 0;
       const std::size_t other_took =

@@ -116,9 +116,10 @@ class MemhostallocRules final : public Property {
     expect_no_overlap(session, a, "spec §8: pinned host memory is memory too");
     const std::optional<HostMemoryState> state = expect_page_locked(session, a);
     if (!state) return;
-    // The portable flag is not reported back on a GPU with unified addressing
-    // (docs/fake-vs-gpu.md); DEVICEMAP and PORTABLE may be added by such a driver.
-    const bool portable_observable = session.backend().kind() != BackendKind::gpu;
+    // The portable flag is judged only from a record of the call: cuMemHostGetFlags does not
+    // report it on a GPU with unified addressing (docs/fake-vs-gpu.md); DEVICEMAP and PORTABLE
+    // may be added by such a driver.
+    const bool portable_observable = state->flags_as_given;
     if (a.model.portable && !portable_observable) {
       session.run().unobservable("whether the portable flag reached cuMemHostAlloc");
     }
