@@ -2,6 +2,7 @@
 // Markdown certificate, the console verdict line, and the child-to-parent result encoding.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <emm/conformance/json_writer.hpp>
 #include <emm/conformance/report_writers.hpp>
 #include <emm/conformance/result_codec.hpp>
@@ -185,6 +186,7 @@ TEST(Report, JsonHasTheSpecifiedShape) {
                 "      \"level\": \"MUST\",\n"
                 "      \"backend\": \"fake\",\n"
                 "      \"outcome\": \"pass\",\n"
+                "      \"meaning\": \"passed\",\n"
                 "      \"message\": \"\",\n"
                 "      \"notes\": [],\n"
                 "      \"duration_ms\": 2,\n"
@@ -312,14 +314,25 @@ TEST(Verdict, AnUnloadablePluginsClausesAreNotRunNeverFailuresOrWarnings) {
       << json;
   EXPECT_NE(json.find("\"clauses_run\": 0,"), std::string::npos);
 
-  // JUnit: each clause an error of type not_run (it did not run), none a failure.
+  // JUnit, by the verdict's policy: each MUST clause an error of type not_run (it did not
+  // run), each SHOULD or INFO clause skipped, none a failure.
   const std::string xml = to_junit(certificate);
   const std::string count = std::to_string(report.results.size());
-  EXPECT_NE(xml.find("tests=\"" + count + "\" failures=\"0\" errors=\"" + count + "\""),
+  const auto musts = std::count_if(report.results.begin(), report.results.end(),
+                                   [](const ClauseResult& r) { return r.level == Level::must; });
+  EXPECT_NE(
+      xml.find("tests=\"" + count + "\" failures=\"0\" errors=\"" + std::to_string(musts) +
+               "\" skipped=\"" +
+               std::to_string(report.results.size() - static_cast<std::size_t>(musts)) + "\""),
+      std::string::npos)
+      << xml;
+  EXPECT_GT(musts, 0);
+  EXPECT_NE(xml.find("<error type=\"not_run\" message=\"[LIFE-2] not run: the plugin could "
+                     "not be loaded: dlopen failed\">"),
             std::string::npos)
       << xml;
-  EXPECT_NE(xml.find("<error type=\"not_run\" message=\"[ALLOC-11] not run: the plugin could "
-                     "not be loaded: dlopen failed\">"),
+  EXPECT_NE(xml.find("<skipped message=\"[ALLOC-11] not run: the plugin could not be loaded: "
+                     "dlopen failed\"/>"),
             std::string::npos)
       << xml;
 }
@@ -338,6 +351,22 @@ TEST(Verdict, ShouldFailuresAreWarningsAndInfoNeverDecides) {
   EXPECT_EQ(report.results[verdict.warnings[1]].clause->id, "ALLOC-11");
   const std::string text = to_text(certify(report));
   EXPECT_NE(text.find("warning: ALLOC-11 (fake, fail): [ALLOC-11] a"), std::string::npos) << text;
+
+  // The same policy everywhere (meaning_of): JUnit is not red for a CERTIFIED plugin; the
+  // SHOULD failure passes with its warning, the SHOULD not supported is skipped.
+  const std::string xml = to_junit(certify(report));
+  EXPECT_NE(xml.find("failures=\"0\" errors=\"0\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("<system-out>warning (SHOULD, fail): [ALLOC-11] a</system-out>"),
+            std::string::npos)
+      << xml;
+  EXPECT_NE(xml.find("<system-out>warning (INFO, fail): [PERF-1] b</system-out>"),
+            std::string::npos)
+      << xml;
+  const std::string json = to_json(certify(report));
+  EXPECT_NE(json.find("\"outcome\": \"fail\",\n      \"meaning\": \"warning\""), std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"outcome\": \"fail\",\n      \"meaning\": \"noted\""), std::string::npos)
+      << json;
 }
 
 TEST(Verdict, NoBackendRanIsNotCertified) {

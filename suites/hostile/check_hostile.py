@@ -75,6 +75,10 @@ class Expect:
     messages: dict = dataclasses.field(default_factory=dict)
     # Largest report or console output (bytes): what a flood of plugin output may cost.
     max_report_bytes: int = 4 << 20
+    # outcome -> (fewest, most) clauses with it, where which clauses does not matter.
+    outcome_counts: dict = dataclasses.field(default_factory=dict)
+    # Regular expressions each of which some clause's message must match.
+    messages_somewhere: tuple = ()
 
 
 @dataclasses.dataclass
@@ -268,6 +272,19 @@ CASES = {
                                    r"no answer within 2 s", timeout_s=2),
     "constructor.forge_nonce": clause_hit("forge_nonce", "constructor", "ALLOC-1", CRASH,
                                           r"wrong nonce"),
+    # Fail fast (spec §8): every clause that initializes hangs; the first waits the whole
+    # timeout, the later ones a quarter of it (at least 5 s), and after two fresh processes in a
+    # row hung the rest of the backend is not run: the verdict comes in under two timeouts.
+    "initialize.hang": Case("hang", "initialize", [
+        Run(isolation="backend", only=(), timeout_s=20, bound_s=40.0,
+            expect=Expect(exit_status=1, outcome_counts={"timeout": (2, 5), "not_run": (20, 99)},
+                          messages_somewhere=(
+                              r"no answer within 20 s: the plugin hangs",
+                              r"no answer within 5 s \(shortened: [A-Z]+-\d+ hung before\): "
+                              r"the plugin hangs",
+                              r"not run: 2 fresh processes in a row hung before answering any "
+                              r"clause")))],
+        "a hang in initialize(): one whole timeout, then short ones, the rest not_run"),
     "initialize.abort": clause_hit("abort", "initialize", "ALLOC-1", CRASH, r"SIGABRT"),
     "initialize.killpg": clause_hit("killpg", "initialize", "ALLOC-1", CRASH, r"SIGTERM"),
     "initialize.devnull_channel": clause_hit("devnull_channel", "initialize", "ALLOC-1", CRASH,
@@ -470,6 +487,15 @@ def check_reports(checker, run, paths, selected, stderr):
                 # A full run: the attack may reach many clauses, but it never makes one pass
                 # that would not, and a forged answer never yields pass.
                 checker.expect(outcome in OUTCOMES, f"{clause}: outcome {outcome!r}")
+        for outcome, (fewest, most) in expect.outcome_counts.items():
+            having = [c for c in selected if seen.get((c, "fake"), {}).get("outcome") == outcome]
+            checker.expect(fewest <= len(having) <= most,
+                           f"expected {fewest} to {most} clauses {outcome}, got {len(having)}: "
+                           f"{having}")
+        messages = [seen.get((c, "fake"), {}).get("message", "") for c in selected]
+        for pattern in expect.messages_somewhere:
+            checker.expect(any(re.search(pattern, m, re.S) for m in messages),
+                           f"no clause's message matches /{pattern}/")
         if expect.exit_status == 0:
             # A DEV clause on the one-device fake machine is not_supported ("needs two
             # devices"): the backend's limit, not the plugin's.

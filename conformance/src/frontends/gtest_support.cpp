@@ -39,21 +39,23 @@ void run_clause_test(const PluginSubject& subject, const char* clause_id, Backen
     std::cout << "[ NOTE     ] " << unobserved_note(result, what) << "\n";
     ::testing::Test::RecordProperty("unobserved", what);
   }
-  switch (result.outcome) {
-    case Outcome::pass:
+  // The verdict's policy (meaning_of): SHOULD clauses warn and INFO clauses measure; neither
+  // decides the verdict (spec §3).
+  const ResultMeaning meaning = meaning_of(result);
+  if (meaning != ResultMeaning::counts_against && result.outcome == Outcome::not_supported) {
+    // Not run here: shown as a skip (a SHOULD clause's is also a warning in the verdict).
+    GTEST_SKIP() << result.message;
+  }
+  switch (meaning) {
+    case ResultMeaning::passed:
+    case ResultMeaning::skipped:
       return;
-    case Outcome::not_supported:
-      GTEST_SKIP() << result.message;
-    case Outcome::fail:
-    case Outcome::crash:
-    case Outcome::timeout:
-    case Outcome::not_run:
-      if (result.level != Level::must) {
-        // SHOULD clauses warn and INFO clauses measure: neither decides the verdict (spec §3).
-        ::testing::Test::RecordProperty("warning", result.message);
-        std::cout << "[ WARNING  ] (" << to_string(result.level) << ") " << result.message << "\n";
-        return;
-      }
+    case ResultMeaning::warning:
+    case ResultMeaning::noted:
+      ::testing::Test::RecordProperty("warning", result.message);
+      std::cout << "[ WARNING  ] (" << to_string(result.level) << ") " << result.message << "\n";
+      return;
+    case ResultMeaning::counts_against:
       ADD_FAILURE() << result.message
                     << (result.reproducer ? "\n" + describe(*result.reproducer) : std::string());
       return;

@@ -197,6 +197,14 @@ ClauseResult failure(const ClauseJob& job, Outcome outcome, const std::string& w
 // up (spec §8: a plugin that hangs while loading or initializing does not make every clause
 // wait for its own timeout).
 constexpr int kFreshHangsToGiveUp = 2;
+// The time each clause gets once a clause of the backend hung: a quarter of the timeout, at
+// least 5 s. A plugin whose loading or initialize() hangs then gets its verdict in under two
+// timeouts (spec §8: one whole timeout, then a few short ones until two fresh processes in a row
+// hung); a plugin that hung in one clause has failed already, and its other clauses rarely need
+// more than seconds (a slower one is reported as a timeout, saying the limit was shortened).
+std::chrono::milliseconds after_a_hang(std::chrono::milliseconds timeout) {
+  return std::min(timeout, std::max(std::chrono::milliseconds(5000), timeout / 4));
+}
 
 // A job the run did not finish: a signal interrupted it (interruption.hpp).
 ClauseResult interrupted(const ClauseJob& job, int signal, std::string output = {},
@@ -257,13 +265,17 @@ ChildOptions child_options(const SchedulerSettings& settings, bool worker) {
 }
 
 // The result of a child that ended, or was killed, without a trustworthy answer.
+// `why_shorter`: why the clause had less than settings.timeout ("" when it had all of it).
 ClauseResult ended_without_answer(const ClauseJob& job, const ChildEnd& end, std::string output,
-                                  const SchedulerSettings& settings) {
+                                  const SchedulerSettings& settings,
+                                  std::chrono::milliseconds timeout = {},
+                                  const std::string& why_shorter = "") {
   switch (end.kind) {
     case ChildEnd::Kind::timed_out:
       return failure(job, Outcome::timeout,
-                     "no answer within " + seconds_text(settings.timeout) +
-                         ": the plugin hangs (its process group was killed)",
+                     "no answer within " +
+                         seconds_text(timeout.count() > 0 ? timeout : settings.timeout) +
+                         why_shorter + ": the plugin hangs (its process group was killed)",
                      std::move(output), end.duration_ms);
     case ChildEnd::Kind::signaled:
       return failure(job, Outcome::crash,
@@ -311,6 +323,7 @@ void run_with_workers(const std::vector<ClauseJob>& jobs, const SchedulerSetting
   // initialize() never returns hangs in every one), and the clauses they hung in.
   int fresh_hangs = 0;
   std::string hung_in;
+  std::string first_hang;  // the first clause of the backend that hung (after_a_hang)
   auto retire = [&] {
     if (worker) worker->kill();
     worker.reset();
@@ -357,8 +370,12 @@ void run_with_workers(const std::vector<ClauseJob>& jobs, const SchedulerSetting
     }
     const std::string nonce = fresh_nonce();
     const auto started = Clock::now();
+    const std::chrono::milliseconds limit =
+        first_hang.empty() ? settings.timeout : after_a_hang(settings.timeout);
+    const std::string why_shorter =
+        limit < settings.timeout ? " (shortened: " + first_hang + " hung before)" : "";
     worker->send_command(encode_command({nonce, job.clause, job.backend}));
-    const FrameWait wait = worker->wait_for_frame(started + settings.timeout);
+    const FrameWait wait = worker->wait_for_frame(started + limit);
     const double elapsed =
         std::chrono::duration<double, std::milli>(Clock::now() - started).count();
     std::string output = worker->take_output().text();
@@ -402,6 +419,7 @@ void run_with_workers(const std::vector<ClauseJob>& jobs, const SchedulerSetting
         retire();
         break;
       case FrameWait::Status::deadline: {
+        if (first_hang.empty()) first_hang = job.clause->id;
         if (!worker_answered) {
           ++fresh_hangs;
           hung_in += (hung_in.empty() ? "" : ", ") + job.clause->id;
@@ -410,7 +428,8 @@ void run_with_workers(const std::vector<ClauseJob>& jobs, const SchedulerSetting
         ChildEnd end = *worker->end();
         end.kind = ChildEnd::Kind::timed_out;
         end.duration_ms = elapsed;
-        results[index] = ended_without_answer(job, end, std::move(output), settings);
+        results[index] =
+            ended_without_answer(job, end, std::move(output), settings, limit, why_shorter);
         retire();
         break;
       }
@@ -526,6 +545,9 @@ void run_one_per_clause(const std::vector<ClauseJob>& jobs, const SchedulerSetti
 // sequences each run in a process of their own (Exploration::sequences_in_children), so that the
 // crash becomes a failing sequence RapidCheck shrinks; its reproducer joins the result. Only the
 // fake: a process must not fork after CUDA started. Costs nothing when nothing crashed.
+// The timeouts of a backend that get a reproducer (reproduce_crash), the first ones.
+constexpr std::size_t kHangsReproduced = 3;
+
 void reproduce_crash(const ClauseJob& job, const SchedulerSettings& settings,
                      ClauseResult& result) {
   SchedulerSettings reproducing = settings;
@@ -612,9 +634,27 @@ std::vector<ClauseResult> run_clause_jobs(
     if (backend != BackendKind::fake || settings.load_subject || interrupting_signal() != 0) {
       continue;  // plugin clauses only; an interrupted run ends as soon as it can
     }
+    // Each try of a hanging sequence waits for the hang: a plugin that hangs in many clauses
+    // gets reproducers for its first few, and one whose backend was given up (fail fast: it
+    // hangs while loading or initializing) none, so that its verdict still comes in under two
+    // timeouts.
+    const bool given_up = std::any_of(order.begin(), order.end(), [&results](std::size_t i) {
+      return results[i].outcome == Outcome::not_run;
+    });
+    std::size_t hangs_left = given_up ? 0 : kHangsReproduced;
     for (const std::size_t index : order) {
       ClauseResult& result = results[index];
-      if (result.outcome == Outcome::crash || result.outcome == Outcome::timeout) {
+      if (result.outcome == Outcome::crash) {
+        reproduce_crash(jobs[index], settings, result);
+      } else if (result.outcome == Outcome::timeout) {
+        if (hangs_left == 0) {
+          result.notes.push_back(given_up ? "no reproducer sought: the backend was given up"
+                                          : "no reproducer sought: only the first " +
+                                                std::to_string(kHangsReproduced) +
+                                                " hangs of a backend are reproduced");
+          continue;
+        }
+        --hangs_left;
         reproduce_crash(jobs[index], settings, result);
       }
     }

@@ -56,6 +56,7 @@ std::string to_json(const Certificate& certificate) {
     json.key("level").value(to_string(r.level));
     json.key("backend").value(to_string(r.backend));
     json.key("outcome").value(to_string(r.outcome));
+    json.key("meaning").value(to_string(meaning_of(r)));
     json.key("message").value(summary(r));
     json.key("notes").begin_array();
     for (const std::string& note : r.notes) json.value(note);

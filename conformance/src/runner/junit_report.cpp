@@ -16,11 +16,20 @@ std::string to_junit(const Certificate& certificate) {
   const CertificationReport& report = certificate.report;
   std::size_t failures = 0, errors = 0, skipped = 0;
   double total_ms = 0;
+  // The verdict's policy (meaning_of): only what counts against the plugin is a failure or an
+  // error; a SHOULD or INFO clause that did not pass passes here with its warning as output,
+  // so that a CI dashboard is red exactly when the verdict is.
+  // A clause whose check did not run here (not supported; not run at a level that does not
+  // count) is <skipped>.
+  const auto shown_skipped = [](const ClauseResult& r) {
+    return meaning_of(r) != ResultMeaning::counts_against &&
+           (r.outcome == Outcome::not_supported || r.outcome == Outcome::not_run);
+  };
   for (const ClauseResult& r : report.results) {
-    failures += r.outcome == Outcome::fail;
-    errors += r.outcome == Outcome::crash || r.outcome == Outcome::timeout ||
-              r.outcome == Outcome::not_run;
-    skipped += r.outcome == Outcome::not_supported;
+    if (meaning_of(r) == ResultMeaning::counts_against) {
+      (r.outcome == Outcome::fail ? failures : errors) += 1;
+    }
+    skipped += shown_skipped(r);
     total_ms += r.duration_ms;
   }
   const std::string counts = " tests=\"" + std::to_string(report.results.size()) +
@@ -54,35 +63,44 @@ std::string to_junit(const Certificate& certificate) {
         << xml_text(r.clause->id + " " + std::string(to_string(r.backend))) << "\" time=\""
         << seconds(r.duration_ms) << "\"";
     std::string body;
-    switch (r.outcome) {
-      case Outcome::pass:
-        break;
-      case Outcome::fail: {
-        std::string text = message;
-        if (r.reproducer) {
-          text += "\n\n" + reproducer_heading(*r.reproducer) + "; " + replay_command(report, r) +
-                  " replays it:\n";
-          std::size_t number = 0;
-          for (const std::string& call : r.reproducer->calls) {
-            text += std::to_string(++number) + ". " + call + "\n";
+    const ResultMeaning meaning = meaning_of(r);
+    std::string output = r.output;
+    if (shown_skipped(r)) {
+      body = "      <skipped message=\"" + xml_text(message) + "\"/>\n";
+    } else if (meaning == ResultMeaning::warning || meaning == ResultMeaning::noted) {
+      // Passes here as it does in the verdict; the warning goes with the output.
+      output = "warning (" + std::string(to_string(r.level)) + ", " +
+               std::string(to_string(r.outcome)) + "): " + message +
+               (output.empty() ? "" : "\n\n" + output);
+    } else {
+      switch (r.outcome) {
+        case Outcome::pass:
+        case Outcome::not_supported:  // shown_skipped
+          break;
+        case Outcome::fail: {
+          std::string text = message;
+          if (r.reproducer) {
+            text += "\n\n" + reproducer_heading(*r.reproducer) + "; " + replay_command(report, r) +
+                    " replays it:\n";
+            std::size_t number = 0;
+            for (const std::string& call : r.reproducer->calls) {
+              text += std::to_string(++number) + ". " + call + "\n";
+            }
+            text += "\n" + reproducer_code(*r.reproducer);
           }
-          text += "\n" + reproducer_code(*r.reproducer);
+          body = "      <failure type=\"" + std::string(to_string(r.level)) + "\" message=\"" +
+                 xml_text(message) + "\">" + xml_text(text) + "</failure>\n";
+          break;
         }
-        body = "      <failure type=\"" + std::string(to_string(r.level)) + "\" message=\"" +
-               xml_text(message) + "\">" + xml_text(text) + "</failure>\n";
-        break;
+        case Outcome::crash:
+        case Outcome::timeout:
+        case Outcome::not_run:
+          body = "      <error type=\"" + std::string(to_string(r.outcome)) + "\" message=\"" +
+                 xml_text(message) + "\">" + xml_text(message) + "</error>\n";
+          break;
       }
-      case Outcome::crash:
-      case Outcome::timeout:
-      case Outcome::not_run:
-        body = "      <error type=\"" + std::string(to_string(r.outcome)) + "\" message=\"" +
-               xml_text(message) + "\">" + xml_text(message) + "</error>\n";
-        break;
-      case Outcome::not_supported:
-        body = "      <skipped message=\"" + xml_text(message) + "\"/>\n";
-        break;
     }
-    if (!r.output.empty()) body += "      <system-out>" + xml_text(r.output) + "</system-out>\n";
+    if (!output.empty()) body += "      <system-out>" + xml_text(output) + "</system-out>\n";
     if (body.empty()) {
       xml << "/>\n";
     } else {

@@ -7,7 +7,7 @@
 namespace emm::conformance {
 
 bool counts_against(const ClauseResult& result) noexcept {
-  return result.outcome != Outcome::pass && result.outcome != Outcome::not_supported;
+  return meaning_of(result) == ResultMeaning::counts_against;
 }
 
 std::string Verdict::word() const {
@@ -79,13 +79,18 @@ Verdict compute_verdict(const VerdictInputs& inputs) {
     // A plugin that could not be loaded has one failure, the load; its clauses did not run, so
     // none of them is listed as failed or as a warning.
     if (!inputs.plugin_loaded) continue;
-    if (result.level == Level::must && counts_against(result)) {
-      ++verdict.must_failures;
-      verdict.failures.push_back(i);
-    }
-    if (result.level == Level::should && result.outcome != Outcome::pass &&
-        result.outcome != Outcome::not_run) {
-      verdict.warnings.push_back(i);
+    switch (meaning_of(result)) {
+      case ResultMeaning::counts_against:
+        ++verdict.must_failures;
+        verdict.failures.push_back(i);
+        break;
+      case ResultMeaning::warning:
+        verdict.warnings.push_back(i);
+        break;
+      case ResultMeaning::passed:
+      case ResultMeaning::skipped:
+      case ResultMeaning::noted:
+        break;
     }
   }
   verdict.clauses_run = run.size();

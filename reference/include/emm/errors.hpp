@@ -1,7 +1,9 @@
 // emm/errors.hpp — every error a user of the kit can meet, typed.
 //
 // All derive from emm::Error (a std::runtime_error), and every message says what went wrong
-// and what to do about it. Catch the specific type; tests assert type *and* message.
+// and what to do about it. Catch the specific type; tests assert type *and* message. (A
+// check's verdicts, emm::conformance::ClauseFailure and ClauseNotSupported, are no errors and
+// deliberately not emm::Error: see clause_run.hpp.)
 #pragma once
 
 #include <cstddef>

@@ -66,9 +66,11 @@ inline bool register_suite(const PluginSubject& subject) {
       utf::test_case* test = utf::make_test_case(
           [slot] {
             const ClauseResult& r = slot->get();
-            const bool passed = r.outcome == Outcome::pass || r.outcome == Outcome::not_supported;
-            if (!passed && r.level != Level::must) {
-              // SHOULD clauses warn and INFO clauses measure (spec §3).
+            // The verdict's policy (meaning_of): SHOULD clauses warn and INFO clauses measure
+            // (spec §3).
+            const ResultMeaning meaning = meaning_of(r);
+            if ((meaning == ResultMeaning::warning || meaning == ResultMeaning::noted) &&
+                r.outcome != Outcome::not_supported) {
               BOOST_TEST_MESSAGE("warning (" << to_string(r.level) << "): " << r.message);
             }
             for (const std::string& note : r.notes) BOOST_TEST_MESSAGE(note);
@@ -77,12 +79,13 @@ inline bool register_suite(const PluginSubject& subject) {
             }
             for (const auto& [key, value] : r.properties) BOOST_TEST_MESSAGE(key << " = " << value);
             BOOST_CHECK_MESSAGE(
-                passed || r.level != Level::must,
+                meaning != ResultMeaning::counts_against,
                 r.message + (r.reproducer ? "\n" + describe(*r.reproducer) : std::string()));
           },
           clause->full_test_name(), __FILE__, __LINE__);
       test->add_precondition([slot](utf::test_unit_id) -> boost::test_tools::assertion_result {
         const ClauseResult& r = slot->get();
+        // Not run here: a skip (a SHOULD clause's is also a warning in the verdict).
         if (r.outcome != Outcome::not_supported) return true;
         boost::test_tools::assertion_result skip(false);
         skip.message() << r.message;

@@ -28,13 +28,14 @@
 #include "emm/conformance/backend_kind.hpp"
 #include "emm/conformance/catalogue.hpp"
 #include "emm/conformance/nep49_subject.hpp"
+#include "emm/errors.hpp"
 
 namespace emm::conformance {
 
 // A bad command line; what() says what is wrong (the usage text is printed after it).
-class UsageError : public std::runtime_error {
+class UsageError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  using Error::Error;
 };
 
 // How the clauses are kept apart from each other and from emm-certify.

@@ -13,6 +13,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -48,6 +49,20 @@ struct ClauseResult {
   // the seed that replays it.
   std::optional<Reproducer> reproducer;
 };
+
+// What one result means for the plugin: the one pass/fail policy (spec §3) that the verdict,
+// the GoogleTest and Boost.Test front ends and the JUnit report all follow.
+enum class ResultMeaning {
+  passed,          // pass
+  skipped,         // a MUST or INFO clause not_supported: it does not apply to the plugin
+  counts_against,  // a MUST clause that did not pass (fail, crash, timeout, not_run)
+  warning,         // a SHOULD clause that failed, crashed, timed out or is not supported:
+                   // reported, not counted
+  noted,           // an INFO clause that did not pass, or a SHOULD clause not run: shown only
+};
+[[nodiscard]] ResultMeaning meaning_of(const ClauseResult& result) noexcept;
+// "passed", "skipped", "counts_against", "warning", "noted" (the JSON report's `meaning`).
+[[nodiscard]] std::string_view to_string(ResultMeaning meaning) noexcept;
 
 // `result.message`, or for a result without one its notes joined with "; ".
 std::string summary(const ClauseResult& result);

@@ -45,6 +45,9 @@
 namespace emm::conformance {
 
 // A check found a violation. what() starts "[<ID>] " and says what was expected and seen.
+// ClauseFailure and ClauseNotSupported are verdicts, not errors: unlike every error of the kit
+// they do not derive from emm::Error, so that plugin code catching emm::Error around a call
+// (a retry after out of memory) cannot swallow a check's verdict thrown beneath it.
 class ClauseFailure : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

@@ -61,8 +61,8 @@ struct Verdict {
   int exit_status() const noexcept;
 };
 
-// True when `result` counts against the plugin at its level (anything but pass/not_supported).
-bool counts_against(const ClauseResult& result) noexcept;
+// meaning_of(result) == ResultMeaning::counts_against (clause_result.hpp).
+[[nodiscard]] bool counts_against(const ClauseResult& result) noexcept;
 
 struct VerdictInputs {
   const std::vector<ClauseResult>& results;
