@@ -252,8 +252,12 @@ ClauseResult from_answer(const ClauseJob& job, ChildAnswer answer, std::string o
   return std::move(answer.result);
 }
 
+// "60 s"; "7.5 s" for a limit that is no whole number of seconds (after_a_hang).
 std::string seconds_text(std::chrono::milliseconds timeout) {
-  return std::to_string(timeout.count() / 1000) + " s";
+  const auto ms = timeout.count();
+  if (ms % 1000 == 0) return std::to_string(ms / 1000) + " s";
+  std::string tenths = std::to_string((ms % 1000) / 100);
+  return std::to_string(ms / 1000) + "." + tenths + " s";
 }
 
 ChildOptions child_options(const SchedulerSettings& settings, bool worker) {
