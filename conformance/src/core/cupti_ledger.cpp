@@ -94,7 +94,7 @@ bool primary_context_active(int device) {
 
 void made(const CUpti_CallbackData& data, LedgerBlockKind kind, std::uint64_t base,
           std::size_t size, unsigned flags, std::string_view call) {
-  if (base == 0 && size != 0) return;
+  if (base == 0) return;  // a zero-byte pool allocation succeeds with a null pointer
   LedgerBlock block;
   block.base = base;
   block.size = size;
