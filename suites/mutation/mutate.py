@@ -1251,8 +1251,15 @@ class SubjectBuild:
             link = replace_path(link, old, new)
         library = work / Path(self.library).name
         link = replace_path(link, self.library, str(library))
-        if extra_flags:
-            link = link.replace(" -shared ", " -shared " + " ".join(extra_flags) + " ", 1)
+        link_flags = list(extra_flags)
+        if "-fsanitize=thread" in link_flags:
+            # As the build's own _tsan copies (cmake/EmmConformance.cmake): the library calls its
+            # own instrumented copies of inline code (shared_ptr's reference counts), not
+            # emm-certify's uninstrumented ones, whose synchronisation TSan cannot see: without
+            # it the unmutated pool showed a false race at thread exit and lost its TSan baseline.
+            link_flags.append("-Wl,-Bsymbolic-functions")
+        if link_flags:
+            link = link.replace(" -shared ", " -shared " + " ".join(link_flags) + " ", 1)
         self._shell(link, "linking")
         return library
 
