@@ -218,6 +218,13 @@ def check_report(row, args, checker):
     also = {}
     message_parts = []
     for item in split_list(row["also"]):
+        # CLAUSE=outcome@fake: an expectation met on the fake backend only (the GPU runs shorter
+        # sequences, so a second clause's failure that needs a long one may not be generated).
+        item, at, where = item.partition("@")
+        if at and where != args.backend:
+            print(f"{checker.name}: not checked on {args.backend}: {item} (expected on {where} "
+                  f"only)")
+            continue
         if "~" in item:
             clause, _, text = item.partition("~")
             message_parts.append((clause, text))
@@ -249,7 +256,9 @@ def check_report(row, args, checker):
                        f"{clause}: expected outcome {expected}, got {describe(clause)}")
     for clause, text in message_parts:
         message = results.get(clause, {}).get("message", "")
-        checker.expect(text in message or clause in exempt,
+        # TEXT|OTHER: either diagnosis names the defect (the property's, or the fixed
+        # scenario's where the backend's exploration did not meet it first).
+        checker.expect(any(part in message for part in text.split("|")) or clause in exempt,
                        f"{clause}: expected the message to contain {text!r}, "
                        f"got {describe(clause)}")
 
