@@ -78,6 +78,7 @@ FakeDriver::Process::HostOverlap FakeDriver::Process::overlaps_locked(std::uintp
 
 void FakeDriver::Process::free_host(std::map<std::uintptr_t, HostAllocation>::iterator it) {
   ::munmap(reinterpret_cast<void*>(it->first), it->second.length);
+  system.page_locked_in_use -= it->second.length;
   host_allocations.erase(it);
 }
 
@@ -104,12 +105,22 @@ void* FakeDriver::mem_host_alloc(std::size_t bytesize, unsigned flags) {
   // Size 0 succeeds, as on the real driver; it still gets a page of its own.
   const std::size_t page = page_size();
   const std::size_t length = std::max<std::size_t>(1, (bytesize + page - 1) / page) * page;
-  void* memory =
-      ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  const std::size_t capacity = process_->system.config.page_locked_capacity;
+  if (length > capacity || process_->system.page_locked_in_use > capacity - length) {
+    Process::fail(Call::cuMemHostAlloc, CUDA_ERROR_OUT_OF_MEMORY,
+                  std::to_string(bytesize) + " bytes of page-locked host memory requested, " +
+                      std::to_string(process_->system.page_locked_in_use) + " of " +
+                      std::to_string(capacity) +
+                      " in use (FakeSystemConfig::page_locked_capacity)");
+  }
+  // MAP_NORESERVE: a block commits only the pages written, so a fill of the capacity is cheap.
+  void* memory = ::mmap(nullptr, length, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (memory == MAP_FAILED) {
     Process::fail(Call::cuMemHostAlloc, CUDA_ERROR_OUT_OF_MEMORY,
                   "the host refused " + std::to_string(length) + " bytes");
   }
+  process_->system.page_locked_in_use += length;
   process_->forget_destroyed(reinterpret_cast<std::uintptr_t>(memory), length);
   process_->host_allocations.emplace(reinterpret_cast<std::uintptr_t>(memory),
                                      Process::HostAllocation{bytesize, length, flags, device});

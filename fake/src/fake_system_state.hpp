@@ -105,6 +105,7 @@ struct SystemState {
   FakeSystemConfig config;
   const std::uint64_t serial;  // names this system inside IPC handles
   std::mutex mutex;
+  std::size_t page_locked_in_use = 0;  // cuMemHostAlloc lengths of every process (mutex)
   std::vector<Device> devices;
   std::unordered_map<std::uint64_t, Block> blocks;
   std::uint64_t next_block = 1;

@@ -180,6 +180,29 @@ TEST(FakeHost, FreeHostOfUnknownPointerIsInvalidAndCounted) {
   EXPECT_EQ(driver->invalid_frees(), 1U);
 }
 
+TEST(FakeHost, PageLockedMemoryRunsOutAtTheSystemsCapacityAndComesBackWhenFreed) {
+  FakeSystemConfig config;
+  config.page_locked_capacity = 16 * page();
+  auto driver = current_process(config);
+  std::vector<void*> blocks;
+  for (int i = 0; i < 4; ++i) blocks.push_back(driver->mem_host_alloc(3 * page() + 1, 0));
+  // 4 blocks of 4 pages each (whole pages count): the 17th page is refused, in any process.
+  EMM_EXPECT_DRIVER_ERROR(
+      driver->mem_host_alloc(1, 0), CUDA_ERROR_OUT_OF_MEMORY, "cuMemHostAlloc",
+      HasSubstr("1 bytes of page-locked host memory requested, " + std::to_string(16 * page()) +
+                " of " + std::to_string(16 * page()) +
+                " in use (FakeSystemConfig::page_locked_capacity)"));
+  auto other = make_current(driver->spawn_process());
+  EMM_EXPECT_DRIVER_ERROR(other->mem_host_alloc(1, 0), CUDA_ERROR_OUT_OF_MEMORY, "cuMemHostAlloc",
+                          HasSubstr("page-locked host memory requested"));
+  driver->mem_free_host(blocks.back());
+  blocks.pop_back();
+  void* again = other->mem_host_alloc(4 * page(), CU_MEMHOSTALLOC_PORTABLE);
+  std::memset(again, 0x5a, 4 * page());
+  other->mem_free_host(again);
+  for (void* block : blocks) driver->mem_free_host(block);
+}
+
 TEST(FakeHost, DeviceMapFlagsFailWhenTheDeviceCannotMapHostMemory) {
   FakeSystemConfig config;
   config.devices[0].can_map_host_memory = false;

@@ -41,6 +41,9 @@ class FakeBackend final : public Backend {
     return fake_->managed_attach_flags(pointer).value_or(0u);
   }
 
+  std::optional<std::size_t> page_locked_capacity() override {
+    return fake_->system()->config().page_locked_capacity;
+  }
   std::optional<std::size_t> host_allocation_count() override {
     return fake_->host_allocation_count();
   }

@@ -1250,13 +1250,18 @@ class Fill final : public EngineCommand {
   Fill(const Model&, const Plan& plan)
       : divisor_(*rc::gen::element(4, 3, 6, 8)),
         second_(*uniform(0, 3)),
-        prelude_(*rc::gen::elementOf(preludes(plan))) {}
+        prelude_(*rc::gen::elementOf(preludes(plan))),
+        past_count_(*rc::gen::element<std::size_t>(9, 65, 257)),
+        past_size_(*rc::gen::element<std::size_t>(256, 4096, 32 * KiB, 64 * KiB + 1)) {}
   void checkPreconditions(const Model& model) const override {
     // The caller holds nothing, so everything the plugin holds is its own to release; and no
     // guard is open, inside which it must not free.
     require(model.references.empty() && model.guards.empty());
   }
-  void show(std::ostream& os) const override { os << "fill 1/" << divisor_; }
+  void show(std::ostream& os) const override {
+    os << "fill 1/" << divisor_;
+    if (prelude_ == Prelude::past_bounds) os << " after " << past_count_ << " x " << past_size_;
+  }
 
  protected:
   CommandKind kind() const override { return CommandKind::fill; }
@@ -1392,6 +1397,7 @@ class Fill final : public EngineCommand {
   // again be able to give it back). False when the clause already failed.
   bool run_prelude(Session& session, std::size_t chunk) const {
     if (prelude_ == Prelude::none) return true;
+    if (prelude_ == Prelude::past_bounds) return run_past_bounds(session);
     Context& context = session.context(0);
     const std::size_t size = prelude_ == Prelude::cached ? 1000 : chunk / 2 + 4096;
     const bool guarded = prelude_ == Prelude::guarded;
@@ -1414,12 +1420,51 @@ class Fill final : public EngineCommand {
     return true;
   }
 
+  // past_bounds: k blocks of one size, all live at once, then released: whatever bound a
+  // plugin keeps per size class or per thread (a list of 8 or 64 blocks, 256 KiB), k goes past
+  // it, so the blocks beyond it take the plugin's overflow path, and the fill then asks for
+  // everything back. The blocks are checked as any burst's (whole, no overlap).
+  bool run_past_bounds(Session& session) const {
+    Context& context = session.context(0);
+    session.begin_call(
+        {str("{ std::vector<std::shared_ptr<emm::MemoryPointer>> k;  // all live, then released\n"
+             "  for (int i = 0; i < ",
+             past_count_, "; ++i) k.push_back(context().memalloc(", past_size_, ")); }"),
+         str("k = [ctx.memalloc(", past_size_, ") for _ in range(", past_count_,
+             ")]  # all live, then released\ndel k")});
+    std::vector<std::shared_ptr<MemoryPointer>> blocks;
+    try {
+      while (blocks.size() < past_count_) blocks.push_back(context.memalloc(past_size_));
+    } catch (...) {
+      if (!is_out_of_memory()) {
+        session.fail_thrown(str("memalloc(", past_size_, ") to return a block"));
+        return false;
+      }
+    }
+    std::vector<CUdeviceptr> starts;
+    for (const std::shared_ptr<MemoryPointer>& block : blocks) {
+      expect_whole(session, block, past_size_);
+      starts.push_back(block->device_pointer());
+    }
+    std::sort(starts.begin(), starts.end());
+    for (std::size_t i = 1; i < starts.size(); ++i) {
+      if (starts[i] - starts[i - 1] < past_size_) {
+        session.fail(str("expected the ", blocks.size(), " live memalloc(", past_size_,
+                         ") blocks not to overlap; seen: blocks at ", hex(starts[i - 1]), " and ",
+                         hex(starts[i]), ", ", starts[i] - starts[i - 1], " bytes apart"));
+      }
+    }
+    blocks.clear();
+    return true;
+  }
+
   // other_thread: blocks made and released on another thread, which stays alive (and keeps
   // whatever the plugin caches for it) until the fill is over; only for a plugin that declares
   // thread_safe.
-  enum class Prelude { none, cached, guarded, other_thread };
+  enum class Prelude { none, cached, guarded, past_bounds, other_thread };
   static std::vector<Prelude> preludes(const Plan& plan) {
-    std::vector<Prelude> all{Prelude::none, Prelude::cached, Prelude::guarded};
+    std::vector<Prelude> all{Prelude::none, Prelude::cached, Prelude::guarded,
+                             Prelude::past_bounds};
     if (plan.capabilities.thread_safe) all.push_back(Prelude::other_thread);
     return all;
   }
@@ -1496,6 +1541,234 @@ class Fill final : public EngineCommand {
   int divisor_;
   int second_;
   Prelude prelude_;
+  std::size_t past_count_;
+  std::size_t past_size_;
+};
+
+// --- fill_host ----------------------------------------------------------------------------------
+
+// Spec §8: pinned host memory is memory too, and a plugin may cache it. Where the driver's
+// page-locked limit is known (the fake's), fill it with memhostalloc blocks until out of memory,
+// release them, and ask for one block of another size that fits only when the plugin gives back
+// what it keeps: refused even after the host's flush point (the HostOnly queue, whose
+// non-mapped frees Numba does not flush on out of memory, spec §2.4), yet granted after reset(),
+// is an out-of-memory that releasing held memory would have avoided (§8 (c)).
+class FillHost final : public EngineCommand {
+ public:
+  FillHost(const Model&, const Plan& plan)
+      : capacity_(plan.page_locked_capacity),
+        divisor_(*rc::gen::element(4, 6, 8)),
+        cached_(*uniform(0, 2) == 1),
+        flags_(*uniform(0, plan.can_map_host_memory ? 8 : 4)) {}
+  void checkPreconditions(const Model& model) const override {
+    require(capacity_ > 0 && model.references.empty() && model.guards.empty());
+  }
+  void show(std::ostream& os) const override {
+    os << "fill_host 1/" << divisor_ << (cached_ ? " cached" : "");
+  }
+
+ protected:
+  CommandKind kind() const override { return CommandKind::fill_host; }
+  void execute(const Model&, Session& session) const override {
+    Context& context = session.context(0);
+    const std::size_t chunk =
+        std::max(capacity_ / static_cast<std::size_t>(divisor_) / MiB * MiB, MiB);
+    OutOfMemory report;
+    report.host = true;
+    report.before = session.snapshot();
+    if (cached_) {
+      // Small blocks of two flag classes, released at once: the plugin may keep them.
+      session.begin_call(
+          {"context().memhostalloc(4096, false, false, false); "
+           "context().memhostalloc(8192, false, true, false);  // released at once",
+           "ctx.memhostalloc(4096)\nctx.memhostalloc(8192, portable=True)"});
+      try {
+        (void)context.memhostalloc(4096, false, false, false);
+        (void)context.memhostalloc(8192, false, true, false);
+      } catch (...) {
+        if (!is_out_of_memory()) {
+          session.fail_thrown("memhostalloc(4096) and memhostalloc(8192, portable) to return");
+        }
+      }
+    }
+    constexpr std::size_t kMaxChunks = 64;
+    session.begin_call({str("std::vector<emm::HostAllocation> fill;  // until out of memory:\n"
+                            "try { while (fill.size() < ",
+                            kMaxChunks, ") fill.push_back(context().memhostalloc(", chunk,
+                            ", false, false, false)); } catch (const emm::CudaDriverError&) {}"),
+                        str("fill = []\ntry:\n    while len(fill) < ", kMaxChunks,
+                            ":\n        fill.append(ctx.memhostalloc(", chunk,
+                            "))\nexcept Exception:\n    pass")});
+    std::vector<HostAllocation> fill;
+    try {
+      while (fill.size() < kMaxChunks)
+        fill.push_back(context.memhostalloc(chunk, false, false, false));
+    } catch (...) {
+      if (!is_out_of_memory()) {
+        report.request = chunk;
+        report.other = "it threw " + describe_current_exception();
+        fill.clear();
+        report.after = session.snapshot();
+        session.property().out_of_memory(session, report);
+        return;
+      }
+    }
+    const std::size_t obtained = fill.size() * chunk;
+    session.begin_call({"fill.clear();", "fill.clear()"});
+    fill.clear();
+    // Another size than the chunks' (no cache can hand one of them out for it), with the flags
+    // drawn: it fits only beside what the fill left free once the plugin gives back what it
+    // keeps.
+    const bool mapped = (flags_ & 4) != 0;
+    const bool portable = (flags_ & 2) != 0;
+    const bool wc = (flags_ & 1) != 0;
+    const std::size_t request = std::max(obtained / 2, MiB) + 4096 + 1;
+    report.request = request;
+    auto ask = [&](const char* cpp_note, const char* python_note) {
+      session.begin_call(
+          {str("context().memhostalloc(", request, ", ", cpp_bool(mapped), ", ", cpp_bool(portable),
+               ", ", cpp_bool(wc), ");  // ", cpp_note),
+           str("ctx.memhostalloc(", request, ", mapped=", py_bool(mapped),
+               ", portable=", py_bool(portable), ", wc=", py_bool(wc), ")  # ", python_note)});
+      try {
+        return !context.memhostalloc(request, mapped, portable, wc).empty();
+      } catch (...) {
+        if (!is_out_of_memory()) report.other = "it threw " + describe_current_exception();
+        report.threw_out_of_memory = report.other.empty();
+        return false;
+      }
+    };
+    bool granted = ask("after the fill was released", "after the fill was released");
+    if (!granted && report.other.empty()) {
+      flush_point(session, context);
+      granted = ask("after the host's flush point", "after the host's flush point");
+    }
+    report.after = session.snapshot();
+    if (!granted && report.other.empty()) {
+      session.begin_call({"context().reset();  // releases what the plugin holds",
+                          "ctx.reset()  # releases what the plugin holds"});
+      try {
+        context.reset();
+      } catch (...) {
+        session.fail_thrown("reset() to return");
+      }
+      session.note_lifecycle(0, "reset()");
+      report.after_reset_succeeded = ask("the same request again", "the same request again");
+      report.other.clear();  // what the last try threw is not the first refusal's
+    }
+    session.property().out_of_memory(session, report);
+    // The plugin may keep all of the page-locked memory now: the commands after this one start
+    // from what the flush point and reset() leave.
+    flush_point(session, context);
+    session.begin_call({"context().reset();  // gives back what the fill left the plugin holding",
+                        "ctx.reset()  # gives back what the fill left the plugin holding"});
+    try {
+      context.reset();
+    } catch (...) {
+      session.fail_thrown("reset() to return (the plugin's reset() releases what it holds)");
+    }
+    session.note_lifecycle(0, "reset()");
+  }
+
+ private:
+  static void flush_point(Session& session, Context& context) {
+    auto* host_only = dynamic_cast<HostOnlyCUDAMemoryManager*>(&context.memory_manager());
+    if (host_only == nullptr) return;
+    session.begin_call(
+        {"dynamic_cast<emm::HostOnlyCUDAMemoryManager&>(context().memory_manager())"
+         ".deallocations().clear();  // the host's flush point",
+         "ctx.memory_manager.deallocations.clear()  # the host's flush point"});
+    try {
+      host_only->deallocations().clear();
+    } catch (...) {
+      session.fail_thrown("the deferred frees to run");
+    }
+  }
+
+  std::size_t capacity_;
+  int divisor_;
+  bool cached_;
+  int flags_;
+};
+
+// --- reset_in_scope -----------------------------------------------------------------------------
+
+// A block released inside a defer_cleanup scope, then reset() inside that scope, then a block of
+// the same size (the driver may hand out the same address again), the scope's end and the
+// host's flush point: the released block's finalizer runs now, after reset() freed its memory,
+// and must not give the new owner's memory to the plugin's free lists. A third block of the size
+// must not overlap the second, which is live (spec §8 (a); LIFE-6, DEFER-2).
+class ResetInScope final : public EngineCommand {
+ public:
+  ResetInScope(const Model& model, const Plan&) : size_(next_size(model, 4 * MiB)) {}
+  void checkPreconditions(const Model& model) const override {
+    // Like the fill: the caller holds nothing, so that reset() orphans nothing of the model.
+    require(model.references.empty() && model.guards.empty());
+  }
+  void show(std::ostream& os) const override { os << "reset_in_scope(" << size_ << ")"; }
+
+ protected:
+  CommandKind kind() const override { return CommandKind::reset_in_scope; }
+  void execute(const Model&, Session& session) const override {
+    Context& context = session.context(0);
+    session.begin_call(
+        {str("std::shared_ptr<emm::MemoryPointer> second, third;\n"
+             "{\n  emm::CleanupGuard scope = context().defer_cleanup();\n"
+             "  context().memalloc(",
+             size_,
+             ");  // released in the scope: its finalizer waits\n"
+             "  context().reset();\n  second = context().memalloc(",
+             size_, ");\n}"),
+         str("with ctx.defer_cleanup():\n    ctx.memalloc(", size_,
+             ")  # released in the scope\n    ctx.reset()\n    second = ctx.memalloc(", size_,
+             ")")});
+    std::shared_ptr<MemoryPointer> second;
+    try {
+      CleanupGuard scope = context.defer_cleanup();
+      context.memalloc(size_).reset();
+      context.reset();
+      second = context.memalloc(size_);
+    } catch (...) {
+      if (is_out_of_memory()) return;  // a device left full by an earlier command
+      session.fail_thrown(str("memalloc(", size_, "), reset() and memalloc(", size_,
+                              ") inside a defer_cleanup scope to return"));
+    }
+    session.note_lifecycle(0, "reset()");
+    if (auto* host_only = dynamic_cast<HostOnlyCUDAMemoryManager*>(&context.memory_manager())) {
+      session.begin_call(
+          {"dynamic_cast<emm::HostOnlyCUDAMemoryManager&>(context().memory_manager())"
+           ".deallocations().clear();  // the host's flush point",
+           "ctx.memory_manager.deallocations.clear()  # the host's flush point"});
+      try {
+        host_only->deallocations().clear();
+      } catch (...) {
+        session.fail_thrown("the deferred frees to run");
+      }
+    }
+    session.begin_call({str("third = context().memalloc(", size_, ");  // second is live"),
+                        str("third = ctx.memalloc(", size_, ")  # second is live")});
+    std::shared_ptr<MemoryPointer> third;
+    try {
+      third = context.memalloc(size_);
+    } catch (...) {
+      if (is_out_of_memory()) return;
+      session.fail_thrown(str("memalloc(", size_, ") to return a block"));
+    }
+    expect_whole(session, second, size_);
+    expect_whole(session, third, size_);
+    const CUdeviceptr a = second->device_pointer();
+    const CUdeviceptr b = third->device_pointer();
+    if (a < b + size_ && b < a + size_) {
+      session.fail(str("expected memalloc(", size_, ") not to overlap the live second = memalloc(",
+                       size_, ") at ", hex(a), "; seen: it returned ", hex(b),
+                       ": the finalizer of the block released in the scope ran after reset() "
+                       "had freed its memory, and put memory the new owner holds back into the "
+                       "plugin's free lists (a stale finalizer must do nothing after reset())"));
+    }
+  }
+
+ private:
+  std::size_t size_;
 };
 
 // --- threads ------------------------------------------------------------------------------------
@@ -2001,6 +2274,10 @@ bool feasible(CommandKind kind, const Model& model, const Plan& plan) {
       return plan.capabilities.host_only_derived;
     case CommandKind::fill:
       return model.references.empty() && model.guards.empty();
+    case CommandKind::fill_host:
+      return plan.page_locked_capacity > 0 && model.references.empty() && model.guards.empty();
+    case CommandKind::reset_in_scope:
+      return model.references.empty() && model.guards.empty();
     case CommandKind::reset_releasing:
       return std::any_of(model.allocations.begin(), model.allocations.end(),
                          [](const ModelAllocation& a) {
@@ -2055,6 +2332,10 @@ rc::Gen<CommandPtr> generator_for(CommandKind kind, const Model& model, const Pl
       return make<RequestTooLarge>(model, plan);
     case CommandKind::fill:
       return make<Fill>(model, plan);
+    case CommandKind::fill_host:
+      return make<FillHost>(model, plan);
+    case CommandKind::reset_in_scope:
+      return make<ResetInScope>(model, plan);
     case CommandKind::threads:
       return make<Threads>(model, plan);
     case CommandKind::reset_releasing:

@@ -45,6 +45,7 @@ Plan make_plan(ClauseRun& run, const Property& property) {
   plan.devices = std::max(1, std::min(property.devices(run.backend().device_count()), 2));
   plan.pins_share_pages = property.pins_share_pages();
   plan.foreign_exports = property.foreign_exports();
+  plan.page_locked_capacity = run.backend().page_locked_capacity().value_or(0);
   try {
     plan.can_map_host_memory = run.driver().can_map_host_memory(0);
   } catch (...) {

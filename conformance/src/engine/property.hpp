@@ -58,6 +58,8 @@ enum class CommandKind {
   probe_instance,   // a null-context instance built and destroyed (REG-2)
   out_of_memory,    // a request no device can satisfy
   fill,             // allocate large blocks until out of memory, release them, ask again
+  fill_host,        // the same with memhostalloc, where page-locked memory has a known limit
+  reset_in_scope,   // a block released in a scope, reset(), the same size again, scope ends
   threads,          // many threads allocating and releasing at once
   reset_releasing,  // reset() while other threads drop the last references to device memory
 };
@@ -73,8 +75,9 @@ struct Plan {
   BackendKind backend = BackendKind::fake;
   int devices = 1;  // devices the sequences use (Property::devices)
   bool can_map_host_memory = true;
-  bool pins_share_pages = false;  // Property::pins_share_pages
-  bool foreign_exports = false;   // Property::foreign_exports
+  bool pins_share_pages = false;         // Property::pins_share_pages
+  bool foreign_exports = false;          // Property::foreign_exports
+  std::size_t page_locked_capacity = 0;  // Backend::page_locked_capacity(); 0: not known
 };
 
 // How a sequence starts.
@@ -86,6 +89,7 @@ enum class Start {
 
 // What an out-of-memory or fill command saw.
 struct OutOfMemory {
+  bool host = false;  // a memhostalloc request (fill_host), not a memalloc one
   std::size_t request = 0;
   bool threw_out_of_memory = false;  // CudaDriverError CUDA_ERROR_OUT_OF_MEMORY (or subclass)
   std::string other;                 // another outcome ("returned a pointer", another exception)

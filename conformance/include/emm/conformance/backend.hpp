@@ -109,6 +109,9 @@ class Backend {
   // --- host memory -------------------------------------------------------------------------------
   // Live cuMemHostAlloc blocks / cuMemHostRegister ranges of this process.
   virtual std::optional<std::size_t> host_allocation_count() = 0;
+  // How much host memory the driver page-locks before cuMemHostAlloc answers out of memory;
+  // std::nullopt where that limit is a real host's RAM, which a check must not exhaust (gpu).
+  virtual std::optional<std::size_t> page_locked_capacity() { return std::nullopt; }
   virtual std::optional<std::size_t> host_registration_count() = 0;
   // What the driver says of the host byte at `address` (HostMemoryState); std::nullopt where it
   // cannot be asked. Both backends ask the driver itself (cuPointerGetAttribute,

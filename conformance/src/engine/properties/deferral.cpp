@@ -21,10 +21,11 @@ class GuardScopes final : public Property {
   std::vector<Weighted> commands(const Plan& plan) const override {
     // reset() inside a scope too: it may release what the plugin holds, but the scope is still
     // open afterwards, and what is released in it must still wait.
-    std::vector<Weighted> mix{
-        {CommandKind::memalloc, 3},  {CommandKind::enter_guard, 3}, {CommandKind::exit_guard, 3},
-        {CommandKind::release, 3},   {CommandKind::burst, 2},       {CommandKind::memhostalloc, 1},
-        {CommandKind::reference, 1}, {CommandKind::verify, 1},      {CommandKind::reset, 1}};
+    std::vector<Weighted> mix{{CommandKind::memalloc, 3},   {CommandKind::enter_guard, 3},
+                              {CommandKind::exit_guard, 3}, {CommandKind::release, 3},
+                              {CommandKind::burst, 2},      {CommandKind::memhostalloc, 1},
+                              {CommandKind::reference, 1},  {CommandKind::verify, 1},
+                              {CommandKind::reset, 1},      {CommandKind::reset_in_scope, 1}};
     if (plan.capabilities.host_only_derived) mix.push_back({CommandKind::flush, 1});
     return mix;
   }

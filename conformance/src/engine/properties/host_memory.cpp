@@ -108,7 +108,33 @@ class MemhostallocRules final : public Property {
                               {CommandKind::enter_guard, 1},  {CommandKind::exit_guard, 1},
                               {CommandKind::reset, 1}};
     if (plan.capabilities.host_only_derived) mix.push_back({CommandKind::flush, 1});
+    // Page-locked memory running out, where its limit is known (spec §8 (c) for pinned memory).
+    if (plan.page_locked_capacity > 0) mix.push_back({CommandKind::fill_host, 2});
     return mix;
+  }
+  bool prepare(ClauseRun& run) const override {
+    if (!run.backend().page_locked_capacity()) {
+      run.unobservable("page-locked host memory running out (spec §8 (c) for pinned memory)");
+    }
+    return Property::prepare(run);
+  }
+  void out_of_memory(Session& session, const OutOfMemory& report) const override {
+    if (!report.host) return;
+    if (!report.other.empty()) {
+      session.fail(str("expected memhostalloc(", report.request,
+                       ") on exhausted page-locked memory to throw emm::CudaDriverError with "
+                       "CUDA_ERROR_OUT_OF_MEMORY; seen: ",
+                       report.other));
+    }
+    if (report.after_reset_succeeded) {
+      session.fail(str("expected memhostalloc(", report.request,
+                       ") not to report out of memory while the caller held no pinned memory "
+                       "and the plugin's own held pinned memory would satisfy it (spec §8 (c): "
+                       "pinned host memory is memory too); seen: it threw "
+                       "CUDA_ERROR_OUT_OF_MEMORY, also after the host's flush point, and after "
+                       "reset() released what the plugin held the same request succeeded: "
+                       "free cached pinned blocks and retry before reporting out of memory"));
+    }
   }
   void allocated(Session& session, const Allocation& a) const override {
     if (a.model.source != Source::memhostalloc) return;

@@ -181,10 +181,11 @@ class UsableAfterReset final : public Property {
   std::vector<Weighted> commands(const Plan&) const override {
     // Guards too: a reset() inside a defer_cleanup scope must leave the plugin usable once the
     // scope ends (blocks released in the scope belong to the memory reset() freed).
-    return {{CommandKind::memalloc, 4},     {CommandKind::reset, 3},  {CommandKind::release, 3},
-            {CommandKind::initialize, 1},   {CommandKind::verify, 2}, {CommandKind::reference, 1},
-            {CommandKind::memhostalloc, 1}, {CommandKind::mempin, 1}, {CommandKind::enter_guard, 1},
-            {CommandKind::exit_guard, 1},   {CommandKind::burst, 1}};
+    return {
+        {CommandKind::memalloc, 4},     {CommandKind::reset, 3},  {CommandKind::release, 3},
+        {CommandKind::initialize, 1},   {CommandKind::verify, 2}, {CommandKind::reference, 1},
+        {CommandKind::memhostalloc, 1}, {CommandKind::mempin, 1}, {CommandKind::enter_guard, 1},
+        {CommandKind::exit_guard, 1},   {CommandKind::burst, 1},  {CommandKind::reset_in_scope, 1}};
   }
   void allocated(Session& session, const Allocation& allocation) const override {
     expect_intact(session, allocation, "right after it was made");

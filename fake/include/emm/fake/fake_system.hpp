@@ -36,6 +36,11 @@ struct FakeSystemConfig {
   std::vector<FakeDeviceConfig> devices{FakeDeviceConfig{}};
   bool peer_access = false;  // cuDeviceCanAccessPeer between distinct devices
   int driver_version = 13000;
+  // Host memory the driver may page-lock for cuMemHostAlloc blocks (whole pages), shared by
+  // every process of the system as host RAM is: beyond it cuMemHostAlloc answers
+  // CUDA_ERROR_OUT_OF_MEMORY, so that a plugin's pinned cache meets its out-of-memory path as
+  // a device cache does. Smaller than a real host's on purpose (docs/fake-vs-gpu.md).
+  std::size_t page_locked_capacity = std::size_t{1} << 30;
 };
 
 class FakeSystem {
