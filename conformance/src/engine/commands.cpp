@@ -1300,6 +1300,34 @@ class Fill final : public EngineCommand {
     }
     for (const std::shared_ptr<MemoryPointer>& block : fill) expect_whole(session, block, chunk);
     const std::size_t obtained = fill.size() * chunk;
+    // The device topped off: halves of the chunk down to 512 bytes, each until refused, so
+    // that the small request below meets a device with no room left at all (a plugin's path
+    // for a small request refused outright, which a device with a chunk's worth free hides).
+    session.begin_call(
+        {str("for (std::size_t n = ", chunk / 2,
+             "; n >= 512; n /= 2)  // the rest of the device\n"
+             "  try { for (int i = 0; i < 64; ++i) fill.push_back(context().memalloc(n)); } "
+             "catch (const emm::CudaDriverError&) {}"),
+         str("n = ", chunk / 2,
+             "\nwhile n >= 512:  # the rest of the device\n    try:\n        for _ in range(64):\n"
+             "            fill.append(ctx.memalloc(n))\n    except Exception:\n        pass\n"
+             "    n //= 2")});
+    for (std::size_t piece = chunk / 2; piece >= 512; piece /= 2) {
+      const std::size_t first = fill.size();
+      try {
+        for (int i = 0; i < 64; ++i) fill.push_back(context.memalloc(piece));
+      } catch (...) {
+        if (!is_out_of_memory()) {
+          report.request = piece;
+          report.other = "it threw " + describe_current_exception();
+          fill.clear();
+          report.after = session.snapshot();
+          session.property().out_of_memory(session, report);
+          return;
+        }
+      }
+      for (std::size_t i = first; i < fill.size(); ++i) expect_whole(session, fill[i], piece);
+    }
     // A small request on the full device: out of memory or a block, either is fine; what it
     // leaves behind is judged by the allocations that follow (a chunk recorded before its
     // cuMemAlloc failed, say).
@@ -1334,7 +1362,9 @@ class Fill final : public EngineCommand {
                                           ? s0.device_capacity - session.baseline().device_bytes
                                           : 0;
     const std::size_t nearly_all = std::max(before_plugin, 2 * MiB) - 64 * KiB;
-    std::vector<std::size_t> requests;
+    // First a small request again: whatever the refusals left behind (a chunk recorded before
+    // its cuMemAlloc failed, say) is met by the next customer of the same size.
+    std::vector<std::size_t> requests{4097};
     if (second_ == 0) requests.push_back(obtained / 2 + 4096 + 1);
     if (second_ == 1) requests.push_back(std::max(obtained / 4 * 3, MiB) + 3);
     if (requests.empty() || requests.back() < nearly_all) requests.push_back(nearly_all);
@@ -1796,6 +1826,8 @@ class Threads final : public EngineCommand {
         info_(plan.capabilities.memory_info && *uniform(0, 2) == 1),
         ipc_(plan.capabilities.ipc && *uniform(0, 2) == 1),
         at_exit_(plan.backend == BackendKind::fake && *uniform(0, 2) == 1),
+        handoff_(*uniform(0, 2) == 1),
+        page_locked_(plan.page_locked_capacity),
         // Not on a GPU: filling tens of GiB there maps every page (seconds per command, 19 s of
         // an H200 certification's 33), and certifications side by side would meet each other's
         // fill. The rule it tests (spec §8 (c) under threads) is the plugin's, judged on the fake.
@@ -1808,6 +1840,7 @@ class Threads final : public EngineCommand {
     if (info_) os << " +info";
     if (ipc_) os << " +ipc";
     if (at_exit_) os << " +exit";
+    if (handoff_) os << " +handoff";
   }
 
  protected:
@@ -1823,6 +1856,9 @@ class Threads final : public EngineCommand {
     std::map<CUdeviceptr, std::pair<std::size_t, std::string>> live;          // guarded by mutex
     std::map<std::uintptr_t, std::pair<std::size_t, std::string>> host_live;  // by mutex
     std::string failure;                                                      // by mutex
+    // +handoff: blocks one thread made, left for another to release (spec §8: releases on any
+    // thread), while their maker goes on allocating beside them.
+    std::vector<std::shared_ptr<MemoryPointer>> handoff;  // by mutex
     std::atomic<std::size_t> operations{0};
     std::atomic<int> waiting{threads_};
     auto note_failure = [&](std::string text) {
@@ -1899,6 +1935,26 @@ class Threads final : public EngineCommand {
           std::this_thread::yield();
           blocks.clear();
         }
+        if (host_ && page_locked_ > 0) {
+          // And page-locked memory, where its limit is known: the others' pinned requests meet
+          // out of memory, and a pinned cache gives back what it keeps beside them.
+          const std::size_t chunk = std::max(page_locked_ / 8, std::size_t{4096});
+          std::vector<HostAllocation> pinned;
+          for (int round = 0; round < 3; ++round) {
+            try {
+              while (pinned.size() < 16)
+                pinned.push_back(context.memhostalloc(chunk, false, false, false));
+            } catch (...) {
+              if (!is_out_of_memory()) {
+                note_failure(str("thread 0, filling page-locked memory with memhostalloc(", chunk,
+                                 ") blocks: ", describe_current_exception()));
+                return;
+              }
+            }
+            std::this_thread::yield();
+            pinned.clear();
+          }
+        }
         return;
       }
       auto drop_host = [&](std::size_t index) {
@@ -1965,13 +2021,25 @@ class Threads final : public EngineCommand {
       for (int i = 0; i < operations_; ++i) {
         const unsigned pick = random() % 16;
         try {
-          if (guards_ && pick == 0) {
+          if (handoff_ && pick == 4) {
+            // Release a block another thread made (its last reference goes here).
+            std::shared_ptr<MemoryPointer> theirs;
+            {
+              std::lock_guard lock(mutex);
+              if (!handoff.empty()) {
+                theirs = std::move(handoff.back());
+                handoff.pop_back();
+                live.erase(theirs->device_pointer());
+              }
+            }
+            theirs.reset();
+          } else if (guards_ && pick == 0) {
             if (guard.active()) {
               guard.release();
             } else {
               guard = context.defer_cleanup();
             }
-          } else if (host_ && pick == 1) {
+          } else if (host_ && (pick == 1 || (pressure_ && pick == 5))) {
             host_step(i);
           } else if (info_ && pick == 2) {
             // Its figures are INFO-1's to judge, between commands: figures read while other
@@ -2019,7 +2087,11 @@ class Threads final : public EngineCommand {
             const std::size_t victim = random() % mine.size();
             {
               std::lock_guard lock(mutex);
-              live.erase(mine[victim]->device_pointer());
+              if (handoff_ && random() % 3 == 0) {
+                handoff.push_back(std::move(mine[victim]));  // still live: another releases it
+              } else {
+                live.erase(mine[victim]->device_pointer());
+              }
             }
             std::swap(mine[victim], mine.back());
             mine.pop_back();
@@ -2065,6 +2137,19 @@ class Threads final : public EngineCommand {
     for (int thread = 0; thread < threads_; ++thread) workers.emplace_back(work, thread);
     for (std::thread& worker : workers) worker.join();
     context.make_current();
+    handoff.clear();  // what no thread took: released here
+    if (pressure_ && host_ && page_locked_ > 0) {
+      // Thread 0's pinned fill may wait in the HostOnly queue, whose non-mapped frees Numba
+      // does not flush on out of memory (spec §2.4): the host's flush point, so that the
+      // commands after this one do not start with page-locked memory full.
+      if (auto* host_only = dynamic_cast<HostOnlyCUDAMemoryManager*>(&context.memory_manager())) {
+        try {
+          host_only->deallocations().clear();
+        } catch (...) {
+          session.fail_thrown("the deferred frees to run");
+        }
+      }
+    }
     report.operations = operations.load();
     report.failure = failure;
     report.after = session.snapshot();
@@ -2084,6 +2169,11 @@ class Threads final : public EngineCommand {
     }
     if (info_) text += "    // 1 in 16: context().get_memory_info()\n";
     if (ipc_) text += "    // 1 in 16: context().get_ipc_handle(one of live)\n";
+    if (handoff_) {
+      text +=
+          "    // 1 in 3 releases: leave the block for another thread, which releases it (1 in "
+          "16)\n";
+    }
     return text;
   }
   std::string cpp_text(std::size_t big) const {
@@ -2091,10 +2181,16 @@ class Threads final : public EngineCommand {
         "std::vector<std::thread> threads;  // ", threads_, " threads at once, ", operations_,
         " operations each:\nfor (int t = 0; t < ", threads_,
         "; ++t) threads.emplace_back([&, t] {\n",
-        pressure_ ? str("  if (t == 0) { /* 3 times: memalloc(", big,
-                        ") until out of memory, then release them all */ return; }\n"
-                        "  // (the others may meet out of memory meanwhile)\n")
-                  : std::string(),
+        pressure_
+            ? str("  if (t == 0) { /* 3 times: memalloc(", big,
+                  ") until out of memory, then release them all",
+                  host_ && page_locked_ > 0 ? str("; then the same with memhostalloc(",
+                                                  std::max(page_locked_ / 8, std::size_t{4096}),
+                                                  "), and the host's flush point after the join")
+                                            : std::string(),
+                  " */ return; }\n"
+                  "  // (the others may meet out of memory meanwhile)\n")
+            : std::string(),
         at_exit_ ? "  thread_local Keep at_exit;  // its destructor drops `live` and calls "
                    "memalloc(4112) as the thread exits\n"
                  : "",
@@ -2137,7 +2233,9 @@ class Threads final : public EngineCommand {
   bool info_;
   bool ipc_;
   bool at_exit_;
-  bool pressure_;  // thread 0 fills the device while the others run
+  bool handoff_;             // some blocks are released by a thread other than their maker
+  std::size_t page_locked_;  // Plan::page_locked_capacity: +full +pinned fills it too
+  bool pressure_;            // thread 0 fills the device while the others run
 };
 
 // reset() on this thread while 2-4 other threads drop every reference to the live device memory
