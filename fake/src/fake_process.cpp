@@ -75,7 +75,7 @@ bool yields_in(DriverCall call) noexcept {
 
 }  // namespace
 
-std::unique_lock<std::mutex> FakeDriver::Process::enter(DriverCall call) {
+std::unique_lock<fake_detail::SystemMutex> FakeDriver::Process::enter(DriverCall call) {
   // Before the lock: a thread that called from inside a plugin gives way while still inside it.
   if (yield_in_calls.load(std::memory_order_relaxed) && yields_in(call)) std::this_thread::yield();
   std::unique_lock lock(system.mutex);

@@ -91,7 +91,7 @@ struct FakeDriver::Process {
   explicit Process(fake_detail::SystemState& system_state);
 
   // Every entry point starts here: lock the system, count the call, inject a pending fault.
-  std::unique_lock<std::mutex> enter(DriverCall call);
+  std::unique_lock<fake_detail::SystemMutex> enter(DriverCall call);
 
   [[noreturn]] static void fail(DriverCall call, CUresult result, std::string detail);
   // fail(), counted by invalid_frees(): a free, unregister, close or destroy of nothing live.

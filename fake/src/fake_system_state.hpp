@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "emm/fake/fake_system.hpp"
+#include "system_mutex.hpp"
 
 namespace emm::fake_detail {
 
@@ -104,7 +105,7 @@ struct SystemState {
 
   FakeSystemConfig config;
   const std::uint64_t serial;  // names this system inside IPC handles
-  std::mutex mutex;
+  SystemMutex mutex;           // hidden from ThreadSanitizer where the fake is not instrumented
   std::size_t page_locked_in_use = 0;  // cuMemHostAlloc lengths of every process (mutex)
   std::vector<Device> devices;
   std::unordered_map<std::uint64_t, Block> blocks;

@@ -1801,6 +1801,91 @@ class ResetInScope final : public EngineCommand {
   std::size_t size_;
 };
 
+// --- first_use ----------------------------------------------------------------------------------
+
+// The runtime closed, then each device's context made by a thread of its own, at once: two
+// plugin instances constructed and initialized side by side (a host whose threads start work on
+// two GPUs together; with one device, two threads ask for its context at once), each thread then
+// allocating and releasing. State a plugin shares between its instances (a registry, a log, a
+// process-wide cache) meets two first uses; ALLOC-10 judges it (a race detector sees a missing
+// lock). Only for a plugin that declares thread_safe.
+class FirstUse final : public EngineCommand {
+ public:
+  FirstUse(const Model&, const Plan&) : size_(*allocation_sizes(64 * KiB)) {}
+  void checkPreconditions(const Model& model) const override {
+    require(model.references.empty() && model.guards.empty());
+  }
+  void apply(Model& model) const override {
+    for (int device = 0; device < model.devices; ++device) model.orphan(device);
+  }
+  void show(std::ostream& os) const override { os << "first_use(" << size_ << ")"; }
+
+ protected:
+  CommandKind kind() const override { return CommandKind::first_use; }
+  void execute(const Model& s0, Session& session) const override {
+    const int devices = std::min(session.backend().device_count(), 2);
+    session.begin_call(
+        {str("runtime.close();\nstd::thread d0([&] { for (int i = 0; i < 8; ++i) "
+             "runtime.get_context(0).memalloc(",
+             size_,
+             "); });\n"
+             "std::thread d1([&] { for (int i = 0; i < 8; ++i) runtime.get_context(",
+             devices - 1, ").memalloc(", size_, "); });  // at once\nd0.join(); d1.join();"),
+         str("cuda.close()\n# two threads at once: for _ in range(8): cuda.select_device(d); "
+             "cuda.current_context().memalloc(",
+             size_, ")  (d = 0 and ", devices - 1, ")")});
+    session.close_runtime();
+    for (int device = 0; device < s0.devices; ++device) session.note_lifecycle(device, "close()");
+    for (const ModelAllocation& allocation : s0.allocations) {
+      session.allocation(allocation.id).orphaned = true;
+    }
+    ThreadReport report;
+    report.threads = 2;
+    report.before = session.snapshot();
+    Runtime& runtime = session.runtime();
+    std::mutex mutex;
+    std::string failure;  // mutex
+    std::atomic<int> waiting{2};
+    auto work = [&](int device) {
+      waiting.fetch_sub(1);
+      while (waiting.load() > 0) std::this_thread::yield();
+      try {
+        Context& context = runtime.get_context(device);
+        for (int i = 0; i < 8; ++i) {
+          std::shared_ptr<MemoryPointer> block = context.memalloc(size_);
+          if (!block || block->device_pointer() == 0 || block->size() != size_) {
+            std::lock_guard lock(mutex);
+            if (failure.empty()) {
+              failure = str("device ", device, "'s memalloc(", size_, ") returned ",
+                            block ? str("a pointer of ", block->size(), " bytes at ",
+                                        hex(block->device_pointer()))
+                                  : std::string("null"));
+            }
+            return;
+          }
+        }
+      } catch (...) {
+        std::lock_guard lock(mutex);
+        if (failure.empty()) {
+          failure = str("the thread making device ", device,
+                        "'s context and allocating: ", describe_current_exception());
+        }
+      }
+    };
+    std::thread first(work, 0);
+    std::thread second(work, devices - 1);
+    first.join();
+    second.join();
+    report.failure = failure;
+    session.context(0);  // current again on this thread
+    report.after = session.snapshot();
+    session.property().threads(session, report);
+  }
+
+ private:
+  std::size_t size_;
+};
+
 // --- threads ------------------------------------------------------------------------------------
 
 // Many threads inside the plugin at once for the whole command: each makes and releases
@@ -1991,7 +2076,17 @@ class Threads final : public EngineCommand {
           bytes = buffer.get() + 1 + random() % (kPinPage - 1);  // not page-aligned
           allocation = context.mempin(buffer, bytes, size);
         } else {
-          allocation = context.memhostalloc(size, false, random() % 2 == 0, random() % 4 == 0);
+          const bool portable = random() % 2 == 0;
+          const bool wc = random() % 4 == 0;
+          try {
+            allocation = context.memhostalloc(size, false, portable, wc);
+          } catch (...) {
+            if (!is_out_of_memory()) throw;
+            // As for memalloc below: another thread may be giving back the pinned memory the
+            // plugin kept; out of memory counts when it lasts.
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            allocation = context.memhostalloc(size, false, portable, wc);
+          }
           bytes = static_cast<std::byte*>(allocation.host_pointer());
         }
         if (allocation.empty() || bytes == nullptr) {
@@ -2376,6 +2471,8 @@ bool feasible(CommandKind kind, const Model& model, const Plan& plan) {
       return plan.page_locked_capacity > 0 && model.references.empty() && model.guards.empty();
     case CommandKind::reset_in_scope:
       return model.references.empty() && model.guards.empty();
+    case CommandKind::first_use:
+      return plan.capabilities.thread_safe && model.references.empty() && model.guards.empty();
     case CommandKind::reset_releasing:
       return std::any_of(model.allocations.begin(), model.allocations.end(),
                          [](const ModelAllocation& a) {
@@ -2434,6 +2531,8 @@ rc::Gen<CommandPtr> generator_for(CommandKind kind, const Model& model, const Pl
       return make<FillHost>(model, plan);
     case CommandKind::reset_in_scope:
       return make<ResetInScope>(model, plan);
+    case CommandKind::first_use:
+      return make<FirstUse>(model, plan);
     case CommandKind::threads:
       return make<Threads>(model, plan);
     case CommandKind::reset_releasing:

@@ -60,6 +60,7 @@ enum class CommandKind {
   fill,             // allocate large blocks until out of memory, release them, ask again
   fill_host,        // the same with memhostalloc, where page-locked memory has a known limit
   reset_in_scope,   // a block released in a scope, reset(), the same size again, scope ends
+  first_use,        // the runtime closed, then two threads make the contexts of two devices
   threads,          // many threads allocating and releasing at once
   reset_releasing,  // reset() while other threads drop the last references to device memory
 };

@@ -237,6 +237,11 @@ Context& Session::context(int device) {
   }
 }
 
+Runtime& Session::runtime() {
+  if (!runtime_) runtime_ = make_runtime();
+  return *runtime_;
+}
+
 void Session::close_runtime() {
   try {
     if (runtime_) runtime_->close();

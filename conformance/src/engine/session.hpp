@@ -127,6 +127,9 @@ class Session {
   void close_runtime();
   // A reference runtime over the backend's driver with the plugin registered.
   std::unique_ptr<Runtime> make_runtime();
+  // The session's runtime (made on first use), for commands that reach contexts from threads
+  // of their own; not on a bare start.
+  Runtime& runtime();
 
   // --- what the model lists -------------------------------------------------------------------
   struct Held {

@@ -185,7 +185,8 @@ class ConcurrentAllocation final : public Property {
     return {{CommandKind::threads, 3},
             {CommandKind::memalloc, 2},
             {CommandKind::release, 2},
-            {CommandKind::reset_releasing, 1}};
+            {CommandKind::reset_releasing, 1},
+            {CommandKind::first_use, 1}};
   }
   void threads(Session& session, const ThreadReport& report) const override {
     if (!report.failure.empty()) {
