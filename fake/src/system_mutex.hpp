@@ -10,8 +10,8 @@
 // (emm-certify's worker certifying a plugin built with ThreadSanitizer), the lock and unlock are
 // therefore hidden from it, and so is everything the fake reads, writes, allocates and frees
 // while it holds the lock (AnnotateIgnoreSync/Reads/WritesBegin/End): only the plugin's own
-// synchronisation orders its threads. A fake compiled with ThreadSanitizer (the kit's tsan preset) keeps its
-// lock visible, as its own state needs it.
+// synchronisation orders its threads. A fake compiled with ThreadSanitizer (the kit's tsan preset)
+// keeps its lock visible, as its own state needs it.
 #pragma once
 
 #include <mutex>
