@@ -26,9 +26,11 @@ struct Annotations {
   bool loaded() const noexcept { return ignore_sync_begin != nullptr; }
 };
 
+#ifndef EMM_FAKE_INSTRUMENTED
 Annotation find(const char* name) {
   return reinterpret_cast<Annotation>(::dlsym(RTLD_DEFAULT, name));
 }
+#endif
 
 // The TSan runtime's annotations, when it is loaded and this file is not instrumented.
 const Annotations& annotations() {
