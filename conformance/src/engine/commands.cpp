@@ -125,6 +125,49 @@ std::size_t next_size(const Model& model, std::size_t largest, bool now_and_then
   return *allocation_sizes(largest, now_and_then_larger);
 }
 
+// The host's flush point on `context`: the HostOnly queue's deferred frees run now (a plugin not
+// derived from HostOnlyCUDAMemoryManager has no such queue: nothing to do). `shown`: as a call
+// of the reproducer.
+void flush_point(Session& session, Context& context, bool shown = true) {
+  auto* host_only = dynamic_cast<HostOnlyCUDAMemoryManager*>(&context.memory_manager());
+  if (host_only == nullptr) return;
+  if (shown) {
+    session.begin_call(
+        {"dynamic_cast<emm::HostOnlyCUDAMemoryManager&>(context().memory_manager())"
+         ".deallocations().clear();  // the host's flush point",
+         "ctx.memory_manager.deallocations.clear()  # the host's flush point"});
+  }
+  try {
+    host_only->deallocations().clear();
+  } catch (...) {
+    session.fail_thrown("the deferred frees to run");
+  }
+}
+
+// In a fill's catch handler, for a request that neither succeeded nor reported out of memory:
+// the fill's blocks go, and the property judges what was thrown.
+template <typename Blocks>
+void report_thrown(Session& session, OutOfMemory& report, std::size_t request, Blocks& blocks) {
+  report.request = request;
+  report.other = "it threw " + describe_current_exception();
+  blocks.clear();
+  report.after = session.snapshot();
+  session.property().out_of_memory(session, report);
+}
+
+// After a command that may leave the plugin holding all of a memory (a fill): reset() gives it
+// back, so that the commands after it start from what reset() leaves.
+void reset_after_fill(Session& session, Context& context) {
+  session.begin_call({"context().reset();  // gives back what the fill left the plugin holding",
+                      "ctx.reset()  # gives back what the fill left the plugin holding"});
+  try {
+    context.reset();
+  } catch (...) {
+    session.fail_thrown("reset() to return (the plugin's reset() releases what it holds)");
+  }
+  session.note_lifecycle(0, "reset()");
+}
+
 class Memalloc final : public EngineCommand {
  public:
   Memalloc(const Model& model, const Plan&)
@@ -861,13 +904,7 @@ class Flush final : public EngineCommand {
              ".memory_manager.deallocations.clear()  # the host's flush point")});
     Context& context = session.context(device_);
     const Snapshot before = session.snapshot();
-    if (auto* host_only = dynamic_cast<HostOnlyCUDAMemoryManager*>(&context.memory_manager())) {
-      try {
-        host_only->deallocations().clear();
-      } catch (...) {
-        session.fail_thrown("the deferred frees to run");
-      }
-    }
+    flush_point(session, context, false);
     session.property().flushed(session, device_, before);
   }
 
@@ -1290,11 +1327,7 @@ class Fill final : public EngineCommand {
       while (fill.size() < kMaxChunks) fill.push_back(context.memalloc(chunk));
     } catch (...) {
       if (!is_out_of_memory()) {
-        report.request = chunk;
-        report.other = "it threw " + describe_current_exception();
-        fill.clear();
-        report.after = session.snapshot();
-        session.property().out_of_memory(session, report);
+        report_thrown(session, report, chunk, fill);
         return;
       }
     }
@@ -1318,11 +1351,7 @@ class Fill final : public EngineCommand {
         for (int i = 0; i < 64; ++i) fill.push_back(context.memalloc(piece));
       } catch (...) {
         if (!is_out_of_memory()) {
-          report.request = piece;
-          report.other = "it threw " + describe_current_exception();
-          fill.clear();
-          report.after = session.snapshot();
-          session.property().out_of_memory(session, report);
+          report_thrown(session, report, piece, fill);
           return;
         }
       }
@@ -1340,11 +1369,7 @@ class Fill final : public EngineCommand {
       small = context.memalloc(4097);
     } catch (...) {
       if (!is_out_of_memory()) {
-        report.request = 4097;
-        report.other = "it threw " + describe_current_exception();
-        fill.clear();
-        report.after = session.snapshot();
-        session.property().out_of_memory(session, report);
+        report_thrown(session, report, 4097, fill);
         return;
       }
     }
@@ -1411,14 +1436,7 @@ class Fill final : public EngineCommand {
     session.property().out_of_memory(session, report);
     // The plugin may keep all of the device cached now, and may not give it back inside a
     // defer_cleanup scope: the commands after the fill start from what reset() leaves.
-    session.begin_call({"context().reset();  // gives back what the fill left the plugin holding",
-                        "ctx.reset()  # gives back what the fill left the plugin holding"});
-    try {
-      context.reset();
-    } catch (...) {
-      session.fail_thrown("reset() to return (the plugin's reset() releases what it holds)");
-    }
-    session.note_lifecycle(0, "reset()");
+    reset_after_fill(session, context);
   }
 
  private:
@@ -1635,11 +1653,7 @@ class FillHost final : public EngineCommand {
         fill.push_back(context.memhostalloc(chunk, false, false, false));
     } catch (...) {
       if (!is_out_of_memory()) {
-        report.request = chunk;
-        report.other = "it threw " + describe_current_exception();
-        fill.clear();
-        report.after = session.snapshot();
-        session.property().out_of_memory(session, report);
+        report_thrown(session, report, chunk, fill);
         return;
       }
     }
@@ -1690,31 +1704,10 @@ class FillHost final : public EngineCommand {
     // The plugin may keep all of the page-locked memory now: the commands after this one start
     // from what the flush point and reset() leave.
     flush_point(session, context);
-    session.begin_call({"context().reset();  // gives back what the fill left the plugin holding",
-                        "ctx.reset()  # gives back what the fill left the plugin holding"});
-    try {
-      context.reset();
-    } catch (...) {
-      session.fail_thrown("reset() to return (the plugin's reset() releases what it holds)");
-    }
-    session.note_lifecycle(0, "reset()");
+    reset_after_fill(session, context);
   }
 
  private:
-  static void flush_point(Session& session, Context& context) {
-    auto* host_only = dynamic_cast<HostOnlyCUDAMemoryManager*>(&context.memory_manager());
-    if (host_only == nullptr) return;
-    session.begin_call(
-        {"dynamic_cast<emm::HostOnlyCUDAMemoryManager&>(context().memory_manager())"
-         ".deallocations().clear();  // the host's flush point",
-         "ctx.memory_manager.deallocations.clear()  # the host's flush point"});
-    try {
-      host_only->deallocations().clear();
-    } catch (...) {
-      session.fail_thrown("the deferred frees to run");
-    }
-  }
-
   std::size_t capacity_;
   int divisor_;
   bool cached_;
@@ -1764,17 +1757,7 @@ class ResetInScope final : public EngineCommand {
                               ") inside a defer_cleanup scope to return"));
     }
     session.note_lifecycle(0, "reset()");
-    if (auto* host_only = dynamic_cast<HostOnlyCUDAMemoryManager*>(&context.memory_manager())) {
-      session.begin_call(
-          {"dynamic_cast<emm::HostOnlyCUDAMemoryManager&>(context().memory_manager())"
-           ".deallocations().clear();  // the host's flush point",
-           "ctx.memory_manager.deallocations.clear()  # the host's flush point"});
-      try {
-        host_only->deallocations().clear();
-      } catch (...) {
-        session.fail_thrown("the deferred frees to run");
-      }
-    }
+    flush_point(session, context);
     session.begin_call({str("third = context().memalloc(", size_, ");  // second is live"),
                         str("third = ctx.memalloc(", size_, ")  # second is live")});
     std::shared_ptr<MemoryPointer> third;
@@ -2236,14 +2219,9 @@ class Threads final : public EngineCommand {
     if (pressure_ && host_ && page_locked_ > 0) {
       // Thread 0's pinned fill may wait in the HostOnly queue, whose non-mapped frees Numba
       // does not flush on out of memory (spec §2.4): the host's flush point, so that the
-      // commands after this one do not start with page-locked memory full.
-      if (auto* host_only = dynamic_cast<HostOnlyCUDAMemoryManager*>(&context.memory_manager())) {
-        try {
-          host_only->deallocations().clear();
-        } catch (...) {
-          session.fail_thrown("the deferred frees to run");
-        }
-      }
+      // commands after this one do not start with page-locked memory full (the reproducer's
+      // text of the command says so).
+      flush_point(session, context, false);
     }
     report.operations = operations.load();
     report.failure = failure;
