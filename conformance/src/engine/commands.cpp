@@ -1223,17 +1223,20 @@ bool is_out_of_memory() {
 class RequestTooLarge final : public EngineCommand {
  public:
   RequestTooLarge(const Model& model, const Plan&)
-      : device_(*uniform(0, model.devices)), which_(*uniform(0, 3)) {}
+      : device_(*uniform(0, model.devices)), which_(*uniform(0, 4)) {}
   void checkPreconditions(const Model& model) const override { require(device_ < model.devices); }
   void show(std::ostream& os) const override { os << "too large " << which_; }
 
  protected:
   CommandKind kind() const override { return CommandKind::out_of_memory; }
   void execute(const Model& s0, Session& session) const override {
-    // More than any device has (1 PiB), just more than this one's total, twice its total.
+    // More than any device has (1 PiB), just more than this one's total, twice its total, and
+    // a size near the top of size_t (a plugin that rounds it up to its alignment wraps to a
+    // small request and hands out a block).
     const std::size_t request = which_ == 0   ? std::size_t{1} << 50
                                 : which_ == 1 ? s0.device_capacity + MiB + 1
-                                              : 2 * s0.device_capacity;
+                                : which_ == 2 ? 2 * s0.device_capacity
+                                              : SIZE_MAX - 100;
     session.begin_call(
         {str(cpp_context(device_), ".memalloc(", request, ");  // more than the device has"),
          str(py_context(device_), ".memalloc(", request, ")  # more than the device has")});
