@@ -1,6 +1,8 @@
 """What the example Python EMM plugins share: numba's classes, in either package layout, and the
 translation of a library's out-of-memory error into numba's (ALLOC-3: Numba treats only
 CudaAPIError(CUDA_ERROR_OUT_OF_MEMORY) as out of memory)."""
+import threading
+
 from numba.cuda.cudadrv import driver as _driver
 
 try:  # numba 0.56 has the enums module; numba-cuda 0.30 does not (its driver uses cuda-bindings)
@@ -32,3 +34,39 @@ def out_of_memory(call, cause):
     error = CudaAPIError(CUDA_ERROR_OUT_OF_MEMORY, "%s: %s" % (call, cause))
     error.__cause__ = cause
     return error
+
+
+class ReleasedAfterReset:
+    """What a caching plugin's finalizers share with it (they must not keep the plugin itself
+    alive): the reset() count, and the trim of the library's cache (`empty_cache`, e.g. a CuPy
+    pool's free_all_blocks, never a method of the plugin) for a block released after a reset
+    (LIFE-7). Nothing is freed to the driver
+    inside a defer_cleanup() scope (spec §8), so a trim asked for inside one runs when the last
+    scope ends."""
+
+    def __init__(self, empty_cache=None):
+        self.generation = 0
+        self.empty_cache = empty_cache
+        self._lock = threading.Lock()
+        self._scopes = 0
+        self._trim_later = False
+
+    def trim(self):
+        with self._lock:
+            if self._scopes > 0:
+                self._trim_later = True
+                return
+            self._trim_later = False
+        if self.empty_cache is not None:
+            self.empty_cache()
+
+    def enter_scope(self):
+        with self._lock:
+            self._scopes += 1
+
+    def exit_scope(self):
+        with self._lock:
+            self._scopes -= 1
+            trim = self._scopes == 0 and self._trim_later
+        if trim:
+            self.trim()

@@ -6,31 +6,28 @@
 Device memory comes from torch.cuda.caching_allocator_alloc. It goes back with
 caching_allocator_delete when numba's last reference goes. The caching allocator keeps freed
 blocks, so the plugin declares pooling and not no_caching. reset() empties the cache
-(torch.cuda.empty_cache), and blocks released after a reset empty it again (LIFE-7). IPC handles
+(torch.cuda.empty_cache), and blocks released after a reset empty it again (LIFE-7), at once or
+when the last defer_cleanup() scope ends (nothing is freed to the driver inside a scope, spec §8). IPC handles
 carry the offset inside the allocator's segment (GetIpcHandleMixin). Memory info is the device's
 (torch.cuda.mem_get_info).
 """
+import contextlib
+
 import torch
 
 from _common import (GetIpcHandleMixin, HostOnlyCUDAMemoryManager, MemoryInfo, MemoryPointer,
-                     device_pointer, out_of_memory)
-
-
-class _ResetCount:
-    """Shared with the finalizers, which must not keep the plugin itself alive."""
-
-    def __init__(self):
-        self.generation = 0
+                     ReleasedAfterReset, device_pointer, out_of_memory)
 
 
 class TorchMemoryManager(GetIpcHandleMixin, HostOnlyCUDAMemoryManager):
     emmkit_capabilities = ("ipc", "memory_info", "pooling", "thread_safe")
     emmkit_defer_cleanup = ("holds the HostOnly guard (host frees deferred); device blocks go "
-                            "back to PyTorch's cache at once")
+                            "back to PyTorch's cache at once, and a block released after "
+                            "reset() empties the cache only when the last scope ends")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self._resets = _ResetCount()
+        self._released = ReleasedAfterReset(torch.cuda.empty_cache)
 
     def _device(self):
         return self.context.device.id if self.context is not None else 0
@@ -44,12 +41,12 @@ class TorchMemoryManager(GetIpcHandleMixin, HostOnlyCUDAMemoryManager):
             address = torch.cuda.caching_allocator_alloc(size, device=device)
         except torch.cuda.OutOfMemoryError as error:
             raise out_of_memory("memalloc(%d)" % size, error) from error
-        resets, generation = self._resets, self._resets.generation
+        released, generation = self._released, self._released.generation
 
         def finalize():
             torch.cuda.caching_allocator_delete(address)
-            if resets.generation != generation:
-                torch.cuda.empty_cache()  # released after reset(): back to the driver
+            if released.generation != generation:
+                released.trim()  # released after reset(): back to the driver
 
         return MemoryPointer(self.context, device_pointer(address), size, finalizer=finalize)
 
@@ -59,11 +56,17 @@ class TorchMemoryManager(GetIpcHandleMixin, HostOnlyCUDAMemoryManager):
 
     def reset(self):
         super().reset()
-        self._resets.generation += 1
+        self._released.generation += 1
         torch.cuda.empty_cache()
 
+    @contextlib.contextmanager
     def defer_cleanup(self):
-        return super().defer_cleanup()
+        with super().defer_cleanup():
+            self._released.enter_scope()
+            try:
+                yield
+            finally:
+                self._released.exit_scope()
 
     @property
     def interface_version(self):

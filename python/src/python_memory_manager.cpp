@@ -118,6 +118,49 @@ PythonMemoryManager::PythonMemoryManager(const PythonPlugin& plugin, Context* co
                                   (context != nullptr ? "<numba Context>" : "None") + ")");
   }
   numba_context_ = std::make_unique<ObjectRef>(numba_context);
+  host_only_ = plugin.capabilities.host_only_derived;
+}
+
+// numba's HostOnlyCUDAMemoryManager keeps `allocations` (a dict of what reset() releases) and
+// `deallocations` (_PendingDeallocs: len() pending, is_disabled, clear()).
+std::size_t PythonMemoryManager::tracked_allocations() const {
+  Gil gil;
+  try {
+    return py::len(instance_->get().attr("allocations"));
+  } catch (py::error_already_set& error) {
+    throw_mapped_error(error, "len(allocations) of the HostOnlyCUDAMemoryManager base");
+  }
+}
+
+std::size_t PythonMemoryManager::pending_frees() const {
+  Gil gil;
+  try {
+    return py::len(instance_->get().attr("deallocations"));
+  } catch (py::error_already_set& error) {
+    throw_mapped_error(error, "len(deallocations) of the HostOnlyCUDAMemoryManager base");
+  }
+}
+
+bool PythonMemoryManager::deferring() const {
+  Gil gil;
+  try {
+    return instance_->get().attr("deallocations").attr("is_disabled").cast<bool>();
+  } catch (py::error_already_set& error) {
+    throw_mapped_error(error, "deallocations.is_disabled of the HostOnlyCUDAMemoryManager base");
+  } catch (py::cast_error&) {
+    throw PythonPluginError(
+        "deallocations.is_disabled of the HostOnlyCUDAMemoryManager base is not a bool; leave "
+        "numba's _PendingDeallocs in place");
+  }
+}
+
+void PythonMemoryManager::flush() {
+  Gil gil;
+  try {
+    instance_->get().attr("deallocations").attr("clear")();
+  } catch (py::error_already_set& error) {
+    throw_mapped_error(error, "deallocations.clear() (the host's flush point)");
+  }
 }
 
 PythonMemoryManager::~PythonMemoryManager() = default;

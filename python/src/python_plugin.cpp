@@ -25,7 +25,8 @@ void add_capability(Capabilities& capabilities, std::string_view name, std::stri
     throw PythonPluginError(
         std::string(where) + " names '" + std::string(name) +
         "', which a Python plugin cannot declare: it calls the real driver through numba, and "
-        "the HostOnly clauses read the C++ base class's queue; use some of: " +
+        "host_only_derived is read from the class (derived from numba's "
+        "HostOnlyCUDAMemoryManager or not); use some of: " +
         known);
   }
   capabilities.*field->flag = true;
@@ -233,6 +234,9 @@ PythonPlugin load_python_plugin(std::string_view target_text,
           " = (\"ipc\", \"memory_info\", ...)");
     }
   }
+  // A fact about the class, never a declaration (as for a C++ plugin, from its type): the
+  // HostOnly clauses then read numba's allocations table and deallocations queue.
+  plugin.capabilities.host_only_derived = numba.is_host_only_class(plugin.cls);
   plugin.name = "python " + shown + " (capabilities: " + plugin.capabilities_source + ")";
 
   if (py::hasattr(plugin.cls, std::string(kDeferCleanupAttribute).c_str())) {

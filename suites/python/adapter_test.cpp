@@ -56,7 +56,7 @@ TEST_F(Adapter, DescribesTheClassAndWhereItsCapabilitiesCameFrom) {
   EXPECT_TRUE(plugin_->capabilities.memory_info);
   EXPECT_TRUE(plugin_->capabilities.ipc);
   EXPECT_FALSE(plugin_->capabilities.runs_on_fake_driver);
-  EXPECT_FALSE(plugin_->capabilities.host_only_derived);
+  EXPECT_FALSE(plugin_->capabilities.host_only_derived);  // derived from BaseCUDAMemoryManager
   EXPECT_EQ(plugin_->defer_cleanup_behaviour, "");
 }
 
@@ -77,10 +77,12 @@ class InferredCapabilities : public ::testing::Test {
     Gil gil;
     py::module_::import("sys").attr("path").attr("insert")(0, EMM_TEST_PYTHON_MODULES);
   }
-  // The capabilities a Python plugin cannot declare (runs_on_fake_driver false) plus `names`.
+  // The capabilities a Python plugin cannot declare (runs_on_fake_driver false; every class of
+  // emm_test_managers derives numba's HostOnlyCUDAMemoryManager) plus `names`.
   static Capabilities only(std::initializer_list<bool Capabilities::*> names) {
     Capabilities capabilities;
     capabilities.runs_on_fake_driver = false;
+    capabilities.host_only_derived = true;
     for (bool Capabilities::*name : names) capabilities.*name = true;
     return capabilities;
   }
@@ -102,7 +104,7 @@ TEST_F(InferredCapabilities, AnOverriddenGetMemoryInfoAndGetIpcHandleMixinInferB
   EXPECT_EQ(plugin.name,
             "python emm_test_managers:InfersMemoryInfoAndIpc (capabilities: inferred: "
             "get_memory_info overridden, GetIpcHandleMixin)");
-  EXPECT_EQ(declared_names(plugin.capabilities), "memory_info ipc");
+  EXPECT_EQ(declared_names(plugin.capabilities), "memory_info ipc host_only_derived");
   EXPECT_EQ(plugin.capabilities, only({&Capabilities::memory_info, &Capabilities::ipc}));
   EXPECT_STREQ(plugin.declaration().name, plugin.name.c_str());
 }
@@ -114,7 +116,7 @@ TEST_F(InferredCapabilities, AMethodThatOnlyRaisesNotImplementedErrorIsNotAnOver
   EXPECT_EQ(plugin.name,
             "python emm_test_managers:InfersIpcLikeRmm (capabilities: inferred: get_memory_info "
             "raises NotImplementedError, get_ipc_handle overridden)");
-  EXPECT_EQ(declared_names(plugin.capabilities), "ipc");
+  EXPECT_EQ(declared_names(plugin.capabilities), "ipc host_only_derived");
   EXPECT_EQ(plugin.capabilities, only({&Capabilities::ipc}));
 }
 
@@ -125,7 +127,7 @@ TEST_F(InferredCapabilities, AStubHidesGetIpcHandleMixinsMethod) {
   EXPECT_EQ(plugin.capabilities_source,
             "inferred: get_memory_info raises NotImplementedError, get_ipc_handle raises "
             "NotImplementedError");
-  EXPECT_EQ(declared_names(plugin.capabilities), "");
+  EXPECT_EQ(declared_names(plugin.capabilities), "host_only_derived");
   EXPECT_EQ(plugin.capabilities, only({}));
 }
 
@@ -281,6 +283,54 @@ TEST_F(Adapter, CallsFromManyThreadsTakeTheGilEachTime) {
   EXPECT_FALSE(holds_gil());
   Gil gil;
   EXPECT_EQ(py::len(events()), 1600u);
+}
+
+// A class derived from numba's HostOnlyCUDAMemoryManager has a HostOnly base the HostOnly
+// clauses and the host's flush point read through emm::HostOnlyState: numba's `allocations`
+// and `deallocations` (LIFE-10, DEFER-3, spec §2.4).
+TEST(PythonHostOnlyBase, IsReadFromNumbasAllocationsAndDeallocations) {
+  ensure_interpreter();
+  std::unique_ptr<PythonPlugin> plugin;
+  {
+    Gil gil;
+    py::module_::import("sys").attr("path").attr("insert")(0, EMM_TEST_PYTHON_MODULES);
+    plugin = std::make_unique<PythonPlugin>(
+        load_python_plugin("emm_test_adapter:QueuedFrees", std::nullopt));
+  }
+  EXPECT_TRUE(plugin->capabilities.host_only_derived);
+  PythonMemoryManager manager(*plugin, nullptr);
+  {
+    Gil gil;
+    py::module_::import("emm_test_adapter").attr("events").attr("clear")();
+  }
+  const HostOnlyState& state = manager;
+  ASSERT_TRUE(state.has_host_only_base());
+  auto memory = manager.memalloc(96);
+  EXPECT_EQ(state.tracked_allocations(), 1u);
+  EXPECT_EQ(state.pending_frees(), 0u);
+  memory.reset();
+  EXPECT_EQ(state.tracked_allocations(), 0u);
+  EXPECT_EQ(state.pending_frees(), 1u);
+  {
+    CleanupGuard guard = manager.defer_cleanup();
+    EXPECT_TRUE(state.deferring());
+    manager.flush();  // numba's clear() does nothing while deferring
+    EXPECT_EQ(state.pending_frees(), 1u);
+  }
+  EXPECT_FALSE(state.deferring());
+  manager.flush();
+  EXPECT_EQ(state.pending_frees(), 0u);
+  Gil gil;
+  EXPECT_EQ(py::repr(py::module_::import("emm_test_adapter").attr("events")).cast<std::string>(),
+            "[('freed', 96)]");
+}
+
+TEST(PythonHostOnlyBase, AClassNotDerivedFromHostOnlyHasNone) {
+  ensure_interpreter();
+  Gil gil;
+  py::module_::import("sys").attr("path").attr("insert")(0, EMM_TEST_PYTHON_MODULES);
+  const PythonPlugin plugin = load_python_plugin("emm_test_adapter:Recording", std::nullopt);
+  EXPECT_FALSE(plugin.capabilities.host_only_derived);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "checks/checks.hpp"
+#include "core/host_only_base.hpp"
 #include "emm/errors.hpp"
 #include "emm/host_only_memory_manager.hpp"
 
@@ -273,9 +274,7 @@ std::size_t expect_no_growth(ClauseRun& run, std::size_t baseline, std::string_v
 }
 
 void flush_point(BaseCUDAMemoryManager& manager) {
-  if (auto* host_only = dynamic_cast<HostOnlyCUDAMemoryManager*>(&manager)) {
-    host_only->deallocations().clear();
-  }
+  if (const std::optional<HostOnlyBase> host_only = HostOnlyBase::of(manager)) host_only->flush();
 }
 
 std::vector<ImportAnswer> import_elsewhere(ClauseRun& run, const ImportRequest& request) {

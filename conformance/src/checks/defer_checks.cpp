@@ -4,7 +4,7 @@
 #include <stdexcept>
 
 #include "checks/checks.hpp"
-#include "emm/host_only_memory_manager.hpp"
+#include "core/host_only_base.hpp"
 
 namespace emm::conformance::checks {
 namespace {
@@ -69,7 +69,7 @@ void workload(ClauseRun& run, Context& context) {
 EMM_CHECK(DEFER_2) {
   Context& context = run.host().context();
   BaseCUDAMemoryManager& manager = context.memory_manager();
-  auto* host_only = dynamic_cast<HostOnlyCUDAMemoryManager*>(&manager);
+  const std::optional<HostOnlyBase> host_only = HostOnlyBase::of(manager);
   settle(run, context);
   const std::size_t at_rest = run.backend().device_bytes_in_use();
 
@@ -163,7 +163,7 @@ EMM_CHECK(DEFER_2) {
         "memory at rest after the guards is not compared: the plugin may cache (it does not "
         "declare no_caching); DEFER-4 checks that reset() returns it");
   }
-  if (host_only != nullptr && host_only->deallocations().is_disabled()) {
+  if (host_only && host_only->deferring()) {
     run.fail(
         "every defer_cleanup() guard was released, yet the HostOnlyCUDAMemoryManager "
         "queue is still disabled: a guard leaked its parent's hold");
@@ -175,12 +175,12 @@ EMM_CHECK(DEFER_3) {
   run.require_capability();
   Context& context = run.host().context();
   BaseCUDAMemoryManager& manager = context.memory_manager();
-  auto* host_only = dynamic_cast<HostOnlyCUDAMemoryManager*>(&manager);
-  if (host_only == nullptr) run.fail("host_only_derived is set but the plugin is not one");
-  PendingDeallocs& queue = host_only->deallocations();
+  const std::optional<HostOnlyBase> host_only = HostOnlyBase::of(manager);
+  if (!host_only) run.fail("host_only_derived is set but the plugin is not one");
+  const HostOnlyBase& queue = *host_only;
   auto expect_disabled = [&](bool disabled, std::string_view when) {
-    if (queue.is_disabled() != disabled) {
-      run.fail(str("the HostOnlyCUDAMemoryManager queue is ", queue.is_disabled() ? "" : "not ",
+    if (queue.deferring() != disabled) {
+      run.fail(str("the HostOnlyCUDAMemoryManager queue is ", queue.deferring() ? "" : "not ",
                    "disabled ", when,
                    "; an override of defer_cleanup() must hold "
                    "HostOnlyCUDAMemoryManager::defer_cleanup()'s guard for its whole scope "
@@ -228,14 +228,14 @@ EMM_CHECK(DEFER_3) {
   {
     CleanupGuard guard = enter(run, manager, "(host free)");
     pinned = HostAllocation();
-    queue.clear();  // a flush while deferred is a no-op
+    queue.flush();  // a flush while deferred is a no-op
     if (backend.host_allocation_count() != live) {
       run.fail(
           "a pinned host buffer released inside defer_cleanup() was freed at once; "
           "host frees must be deferred while the guard is alive");
     }
   }
-  queue.clear();
+  queue.flush();
   // Freed after the scope binds only a plugin that keeps nothing (spec §8): a pinned cache may
   // hold the block until reset().
   if (run.capabilities().no_caching && *backend.host_allocation_count() >= *live) {

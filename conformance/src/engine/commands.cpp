@@ -13,6 +13,7 @@
 #include <random>
 #include <thread>
 
+#include "core/host_only_base.hpp"
 #include "emm/errors.hpp"
 #include "emm/host_only_memory_manager.hpp"
 #include "emm/managed_memory.hpp"
@@ -129,8 +130,8 @@ std::size_t next_size(const Model& model, std::size_t largest, bool now_and_then
 // derived from HostOnlyCUDAMemoryManager has no such queue: nothing to do). `shown`: as a call
 // of the reproducer.
 void flush_point(Session& session, Context& context, bool shown = true) {
-  auto* host_only = dynamic_cast<HostOnlyCUDAMemoryManager*>(&context.memory_manager());
-  if (host_only == nullptr) return;
+  const std::optional<HostOnlyBase> host_only = HostOnlyBase::of(context.memory_manager());
+  if (!host_only) return;
   if (shown) {
     session.begin_call(
         {"dynamic_cast<emm::HostOnlyCUDAMemoryManager&>(context().memory_manager())"
@@ -138,7 +139,7 @@ void flush_point(Session& session, Context& context, bool shown = true) {
          "ctx.memory_manager.deallocations.clear()  # the host's flush point"});
   }
   try {
-    host_only->deallocations().clear();
+    host_only->flush();
   } catch (...) {
     session.fail_thrown("the deferred frees to run");
   }

@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/host_only_base.hpp"
 #include "emm/errors.hpp"
-#include "emm/host_only_memory_manager.hpp"
 #include "engine/property.hpp"
 
 namespace emm::conformance::engine {
@@ -139,9 +139,9 @@ void Session::finish() {
                     ".memory_manager.deallocations.clear()  # the host's flush point")});
     Context& flushing = context(device);
     const Snapshot before = snapshot();
-    if (auto* manager = dynamic_cast<HostOnlyCUDAMemoryManager*>(&flushing.memory_manager())) {
+    if (const std::optional<HostOnlyBase> base = HostOnlyBase::of(flushing.memory_manager())) {
       try {
-        manager->deallocations().clear();
+        base->flush();
       } catch (...) {
         fail_thrown("the deferred frees to run");
       }

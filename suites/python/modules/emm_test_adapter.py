@@ -3,6 +3,7 @@ made-up addresses, records every call in `events`, and misbehaves on chosen size
 import contextlib
 import ctypes
 import itertools
+import logging
 
 from numba.cuda.cudadrv import driver as _driver
 
@@ -90,6 +91,49 @@ class Recording(_driver.BaseCUDAMemoryManager):
             yield
         finally:
             events.append("exit")
+
+    @property
+    def interface_version(self):
+        return 1
+
+
+# numba 0.56 makes the driver module's logger when the driver starts; _PendingDeallocs logs
+# with it, so a test that never starts the driver provides it.
+if not hasattr(_driver, "_logger"):
+    _driver._logger = logging.getLogger("numba.cuda.cudadrv.driver")
+
+
+class QueuedFrees(_driver.HostOnlyCUDAMemoryManager):
+    """Derived from numba's HostOnlyCUDAMemoryManager, with no CUDA work: memalloc hands out
+    made-up addresses tracked in the base's `allocations`, and a release queues its free in the
+    base's `deallocations`, whose clear() (the host's flush point) runs it."""
+    emmkit_capabilities = ("memory_info",)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.deallocations.memory_capacity = 1 << 40  # numba sets it in initialize()
+
+    def initialize(self):
+        pass
+
+    def memalloc(self, size):
+        address = 0x200000 + (next(_serial) << 32)
+        allocations, deallocations = self.allocations, self.deallocations
+
+        def finalize(size=size, key=address):
+            allocations.pop(key, None)
+            deallocations.add_item(lambda handle: events.append(("freed", handle)), size, size)
+
+        memory = _driver.AutoFreePointer(self.context, ctypes.c_void_p(address), size,
+                                         finalizer=finalize)
+        allocations[address] = memory
+        return memory.own()
+
+    def get_memory_info(self):
+        return _driver.MemoryInfo(free=100, total=200)
+
+    def get_ipc_handle(self, memory):
+        raise NotImplementedError("no IPC here")
 
     @property
     def interface_version(self):

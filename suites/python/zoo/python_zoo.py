@@ -2,6 +2,8 @@
 contract in one way, to prove the adapter shows the violation instead of hiding it (manifest.tsv
 names the clause each one must fail). All but the broken part is numba's own default manager.
 """
+import contextlib
+
 from numba.cuda.cudadrv import driver as _driver
 
 NumbaCUDAMemoryManager = _driver.NumbaCUDAMemoryManager
@@ -69,6 +71,24 @@ class OutOfMemoryWrongError(_Declared):
         if size >= (1 << 40):
             raise MemoryError("too big")
         return super().memalloc(size)
+
+
+class ResetForgetsParent(_Declared):
+    """LIFE-10: reset() never calls HostOnlyCUDAMemoryManager's, so the parent's allocations
+    table and its pending frees survive it (NBEP 7: an override "must also call the method from
+    super()")."""
+
+    def reset(self):
+        pass
+
+
+class GuardWithoutParent(_Declared):
+    """DEFER-3: defer_cleanup() is a scope of its own that never holds the parent's, so host
+    frees inside it are not deferred."""
+
+    @contextlib.contextmanager
+    def defer_cleanup(self):
+        yield
 
 
 class InterfaceVersionTwo(_Declared):

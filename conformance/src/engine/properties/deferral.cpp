@@ -2,15 +2,15 @@
 // ended in any order among allocations and releases of every kind. Nothing is freed inside a
 // scope (spec §8); what was deferred is freed after it for a plugin that keeps nothing, and by
 // reset() for every plugin.
-#include "emm/host_only_memory_manager.hpp"
+#include "core/host_only_base.hpp"
 #include "engine/properties/expectations.hpp"
 #include "engine/properties/registry.hpp"
 
 namespace emm::conformance::engine::properties {
 namespace {
 
-HostOnlyCUDAMemoryManager* host_only(Session& session, int device) {
-  return dynamic_cast<HostOnlyCUDAMemoryManager*>(&session.manager(device));
+std::optional<HostOnlyBase> host_only(Session& session, int device) {
+  return HostOnlyBase::of(session.manager(device));
 }
 
 // DEFER-2: defer_cleanup() returns a guard usable as a scope; guards nest, end in any order
@@ -56,11 +56,11 @@ class GuardScopes final : public Property {
     }
   }
   void guard_exited(Session& session, int device, const Snapshot&) const override {
-    HostOnlyCUDAMemoryManager* manager = host_only(session, device);
-    if (manager == nullptr) return;
+    const std::optional<HostOnlyBase> manager = host_only(session, device);
+    if (!manager) return;
     const bool open = std::any_of(session.guards().begin(), session.guards().end(),
                                   [&](const Session::HeldGuard& g) { return g.device == device; });
-    if (!open && manager->deallocations().is_disabled()) {
+    if (!open && manager->deferring()) {
       session.fail(
           "expected the HostOnlyCUDAMemoryManager queue to be enabled again once every "
           "guard was released; seen: it is still disabled (a guard kept its parent's "
@@ -81,8 +81,8 @@ class HoldsParentGuard final : public Property {
   }
   void step(Session& session, const StepInfo& info) const override {
     for (int device = 0; device < session.trace().devices; ++device) {
-      HostOnlyCUDAMemoryManager* manager = host_only(session, device);
-      if (manager == nullptr) {
+      const std::optional<HostOnlyBase> manager = host_only(session, device);
+      if (!manager) {
         session.fail(
             "expected a HostOnlyCUDAMemoryManager (host_only_derived is set from the "
             "type); seen: the instance is not one");
@@ -90,7 +90,7 @@ class HoldsParentGuard final : public Property {
       const bool open =
           std::any_of(session.guards().begin(), session.guards().end(),
                       [&](const Session::HeldGuard& g) { return g.device == device; });
-      if (manager->deallocations().is_disabled() != open) {
+      if (manager->deferring() != open) {
         session.fail(str("expected the HostOnlyCUDAMemoryManager queue to be ",
                          open ? "disabled while a defer_cleanup() guard is open"
                               : "enabled once every guard was released",

@@ -1,7 +1,7 @@
 // REG and LIFE as properties of sequences: the interface version and the version probe at any
 // point, initialize() and reset() anywhere, a plugin constructed with no context current, late
 // finalizers after reset() and close(), everything released at reset().
-#include "emm/host_only_memory_manager.hpp"
+#include "core/host_only_base.hpp"
 #include "engine/properties/expectations.hpp"
 #include "engine/properties/registry.hpp"
 
@@ -291,19 +291,19 @@ class HostOnlyResetDuties final : public Property {
             {CommandKind::exit_guard, 1},   {CommandKind::flush, 1}};
   }
   void was_reset(Session& session, int device, const Snapshot&) const override {
-    auto* host_only = dynamic_cast<HostOnlyCUDAMemoryManager*>(&session.manager(device));
-    if (host_only == nullptr) {
+    const std::optional<HostOnlyBase> host_only = HostOnlyBase::of(session.manager(device));
+    if (!host_only) {
       session.fail(
           "expected a HostOnlyCUDAMemoryManager (host_only_derived is set from the "
           "type); seen: the instance is not one");
     }
-    const std::size_t tracked = host_only->live_allocation_count();
+    const std::size_t tracked = host_only->tracked_allocations();
     // Inside a defer_cleanup scope the parent's flush is a no-op: its frees stay pending until
     // the scope ends (DEFER-3), which is not reset()'s to undo.
     const bool deferring =
         std::any_of(session.guards().begin(), session.guards().end(),
                     [&](const Session::HeldGuard& g) { return g.device == device; });
-    const std::size_t pending = deferring ? 0 : host_only->deallocations().count();
+    const std::size_t pending = deferring ? 0 : host_only->pending_frees();
     if (tracked == 0 && pending == 0) return;
     session.fail(
         str("expected HostOnlyCUDAMemoryManager to track no allocation and hold no "

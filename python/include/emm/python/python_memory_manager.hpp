@@ -18,6 +18,10 @@
 // CleanupGuard ends; interface_version a property. Exceptions map by meaning
 // (exception_mapping.hpp).
 //
+// A class derived from numba's HostOnlyCUDAMemoryManager has a HostOnly base the kit reads as
+// an emm::HostOnlyState: its `allocations` table, its `deallocations` queue (length,
+// is_disabled) and the host's flush point, deallocations.clear() (LIFE-10, DEFER-3, spec §2.4).
+//
 // Ownership: holds a reference to the Python instance, dropped under the GIL at destruction.
 // Thread-safety: each call takes the GIL only while it is in Python; C++ never holds it, so
 // calls from many threads interleave as the Python plugin allows (ALLOC-10).
@@ -26,12 +30,13 @@
 #include <memory>
 
 #include "emm/base_memory_manager.hpp"
+#include "emm/host_only_state.hpp"
 #include "emm/python/object_ref.hpp"
 #include "emm/python/python_plugin.hpp"
 
 namespace emm::python {
 
-class PythonMemoryManager final : public BaseCUDAMemoryManager {
+class PythonMemoryManager final : public BaseCUDAMemoryManager, public HostOnlyState {
  public:
   // Builds the Python instance; throws what its constructor raised (mapped). `plugin` must
   // outlive the manager.
@@ -50,6 +55,14 @@ class PythonMemoryManager final : public BaseCUDAMemoryManager {
   CleanupGuard defer_cleanup() override;
   int interface_version() const override;
 
+  // HostOnlyState: numba's HostOnlyCUDAMemoryManager state of the instance. The members other
+  // than has_host_only_base() throw what Python raised (mapped) and need a HostOnly base.
+  bool has_host_only_base() const override { return host_only_; }
+  std::size_t tracked_allocations() const override;
+  std::size_t pending_frees() const override;
+  bool deferring() const override;
+  void flush() override;
+
  private:
   std::shared_ptr<MemoryPointer> wrap_device_pointer(pybind11::object returned,
                                                      std::string_view call);
@@ -57,6 +70,7 @@ class PythonMemoryManager final : public BaseCUDAMemoryManager {
                                       std::shared_ptr<void> owner);
 
   const PythonPlugin& plugin_;
+  bool host_only_ = false;
   std::unique_ptr<ObjectRef> instance_;
   std::unique_ptr<ObjectRef> numba_context_;
 };

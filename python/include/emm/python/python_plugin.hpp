@@ -21,8 +21,9 @@
 // "(capabilities: inferred: get_memory_info overridden, GetIpcHandleMixin)".
 //
 // runs_on_fake_driver is always false (the plugin calls the real driver through numba) and
-// host_only_derived is false (the HostOnly clauses read the C++ HostOnlyCUDAMemoryManager's
-// queue, which a Python class does not have; docs/python-plugins.md).
+// host_only_derived is whether the class derives numba's HostOnlyCUDAMemoryManager (the
+// HostOnly clauses then read its allocations and deallocations through PythonMemoryManager,
+// an emm::HostOnlyState; docs/python-plugins.md).
 //
 // Needs the GIL. Errors: PythonImportError (the import), PythonPluginError (everything else).
 #pragma once
