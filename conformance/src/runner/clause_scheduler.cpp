@@ -314,143 +314,272 @@ std::string plugin_file(const SchedulerSettings& settings) {
   return slash == std::string::npos ? settings.plugin_path : settings.plugin_path.substr(slash + 1);
 }
 
-// --- backend isolation: one worker per backend
-// ----------------------------------------------------
+// --- backend isolation: workers that each answer clause after clause --------------------------
 
-void run_with_workers(const std::vector<ClauseJob>& jobs, const SchedulerSettings& settings,
-                      const std::vector<std::size_t>& order, std::vector<ClauseResult>& results,
-                      const std::function<void(const ClauseResult&)>& on_result) {
-  const BackendKind backend = jobs[order.front()].backend;
+// A worker, the clauses it answers one after another and the one it is answering. Several lanes
+// run side by side on the fake backend (SchedulerSettings::parallel_fake); the gpu has one, since
+// its memory figures are device-wide. The first lane gets the clauses that run threads
+// (runs_threads(): ALLOC-10 and LIFE-8, the longest on the fake, which keep a core busy beside
+// their own), the others share the rest in turn; each lane keeps the run order. Which clauses
+// share a process never depends on timing, so a crash that needs an earlier clause's leftovers
+// in the plugin's process is reproducible.
+struct Lane {
+  std::vector<std::size_t> queue;  // job indices, in run order
+  std::size_t next = 0;            // the position in queue of the next clause to hand out
   std::optional<ChildProcess> worker;
-  bool worker_answered = false;  // the current worker answered a clause
-  // Fail fast: fresh workers in a row that hung on their first clause (a plugin whose loading or
-  // initialize() never returns hangs in every one), and the clauses they hung in.
-  int fresh_hangs = 0;
-  std::string hung_in;
-  std::string first_hang;  // the first clause of the backend that hung (after_a_hang)
-  auto retire = [&] {
-    if (worker) worker->kill();
-    worker.reset();
+  bool answered = false;  // the current worker answered a clause
+  std::optional<std::size_t> job;
+  std::string nonce;
+  Clock::time_point started;
+  Clock::time_point deadline;
+  std::chrono::milliseconds limit{};
+  std::string why_shorter;
+};
+
+// One thread serves every lane (ChildProcess::fork() must be called from a single-threaded
+// process): it hands each idle lane the next clause, waits for whichever answers first
+// (wait_any_frame) and judges that answer. Results are published in the run order, whichever
+// lane finished first, so the console reads the same in every run.
+class WorkerLanes {
+ public:
+  WorkerLanes(const std::vector<ClauseJob>& jobs, const SchedulerSettings& settings,
+              const std::vector<std::size_t>& order, std::size_t lanes,
+              std::vector<ClauseResult>& results,
+              const std::function<void(const ClauseResult&)>& on_result)
+      : jobs_(jobs),
+        settings_(settings),
+        order_(order),
+        lanes_(std::max<std::size_t>(lanes, 1)),
+        results_(results),
+        on_result_(on_result),
+        backend_(jobs[order.front()].backend),
+        position_(jobs.size(), 0),
+        ready_(order.size(), false) {
+    std::size_t turn = 0;  // among the lanes after the first (or the only one)
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      position_[order[i]] = i;
+      const std::size_t others = lanes_.size() - 1;
+      const std::size_t lane =
+          others == 0 || runs_threads(*jobs[order[i]].clause) ? 0 : 1 + turn++ % others;
+      lanes_[lane].queue.push_back(order[i]);
+    }
+  }
+
+  void run() {
+    for (;;) {
+      if (const int signal = interrupting_signal()) {
+        interrupt(signal);
+        return;
+      }
+      give_up_if_hanging();
+      for (Lane& lane : lanes_) {
+        while (!lane.job && lane.next < lane.queue.size() && fresh_hangs_ < kFreshHangsToGiveUp) {
+          start(lane, lane.queue[lane.next++]);
+        }
+      }
+      std::vector<ChildProcess*> busy;
+      Clock::time_point earliest = Clock::time_point::max();
+      for (Lane& lane : lanes_) {
+        if (!lane.job) continue;
+        busy.push_back(&*lane.worker);
+        earliest = std::min(earliest, lane.deadline);
+      }
+      if (busy.empty()) break;
+      wait_any_frame(busy, earliest);
+      if (interrupting_signal() != 0) continue;
+      const auto now = Clock::now();
+      for (Lane& lane : lanes_) {
+        if (lane.job && (answered(lane) || now >= lane.deadline)) settle(lane);
+      }
+    }
+    for (Lane& lane : lanes_) {
+      if (!lane.worker) continue;
+      lane.worker->close_command_channel();
+      lane.worker->wait(settings_.timeout);
+      retire(lane);
+    }
+  }
+
+ private:
+  void publish(std::size_t index) {
+    ready_[position_[index]] = true;
+    for (; published_ < order_.size() && ready_[published_]; ++published_) {
+      if (on_result_) on_result_(results_[order_[published_]]);
+    }
+  }
+
+  void retire(Lane& lane) {
+    if (lane.worker) lane.worker->kill();
+    lane.worker.reset();
     kill_stray_children();
-  };
-  for (const std::size_t index : order) {
-    const ClauseJob& job = jobs[index];
-    if (const int signal = interrupting_signal()) {
-      retire();
-      results[index] = interrupted(job, signal);
-      if (on_result) on_result(results[index]);
-      continue;
+  }
+
+  // Whether the lane's worker has what wait_for_frame() returns at once.
+  static bool answered(Lane& lane) {
+    if (lane.worker->end()) return true;
+    const std::string& bytes = lane.worker->result_bytes();
+    if (bytes.empty()) return false;
+    const FrameScan::Status status = scan_frame(bytes).status;
+    return status == FrameScan::Status::complete || status == FrameScan::Status::garbage;
+  }
+
+  // Fail fast: fresh workers in a row hung before answering any clause (a plugin whose loading
+  // or initialize() never returns hangs in every one): the clauses not started are not run.
+  void give_up_if_hanging() {
+    if (fresh_hangs_ < kFreshHangsToGiveUp) return;
+    for (Lane& lane : lanes_) {
+      for (; lane.next < lane.queue.size(); ++lane.next) {
+        const std::size_t index = lane.queue[lane.next];
+        results_[index] = failure(
+            jobs_[index], Outcome::not_run,
+            "not run: " + std::to_string(fresh_hangs_) + " fresh processes in a row hung before " +
+                "answering any clause (" + hung_in_ + "), so loading the plugin or its " +
+                "initialize() does not return; the rest of the " +
+                std::string(to_string(backend_)) + " backend was not run (fix the hang first)",
+            "", 0.0);
+        publish(index);
+      }
     }
-    if (fresh_hangs >= kFreshHangsToGiveUp) {
-      results[index] = failure(
-          job, Outcome::not_run,
-          "not run: " + std::to_string(fresh_hangs) + " fresh processes in a row hung before " +
-              "answering any clause (" + hung_in + "), so loading the plugin or its " +
-              "initialize() does not return; the rest of the " + std::string(to_string(backend)) +
-              " backend was not run (fix the hang first)",
-          "", 0.0);
-      if (on_result) on_result(results[index]);
-      continue;
+  }
+
+  void interrupt(int signal) {
+    for (Lane& lane : lanes_) {
+      if (lane.job) {
+        const double elapsed =
+            std::chrono::duration<double, std::milli>(Clock::now() - lane.started).count();
+        results_[*lane.job] =
+            interrupted(jobs_[*lane.job], signal, lane.worker->take_output().text(), elapsed);
+        publish(*lane.job);
+        lane.job.reset();
+      }
+      retire(lane);
     }
-    if (!worker) {
-      worker_answered = false;
+    for (Lane& lane : lanes_) {
+      for (; lane.next < lane.queue.size(); ++lane.next) {
+        results_[lane.queue[lane.next]] = interrupted(jobs_[lane.queue[lane.next]], signal);
+        publish(lane.queue[lane.next]);
+      }
+    }
+  }
+
+  // Gives the lane clause `index`, with a fresh worker if it has none.
+  void start(Lane& lane, std::size_t index) {
+    const ClauseJob& job = jobs_[index];
+    if (!lane.worker) {
+      lane.answered = false;
       try {
         // Whether a clause left for this worker imports in another process.
-        const bool will_import = std::any_of(
-            std::find(order.begin(), order.end(), index), order.end(),
-            [&jobs](std::size_t i) { return imports_in_another_process(*jobs[i].clause); });
-        worker.emplace(ChildProcess::fork(
+        const bool will_import =
+            imports_in_another_process(*job.clause) ||
+            std::any_of(
+                lane.queue.begin() + static_cast<std::ptrdiff_t>(lane.next), lane.queue.end(),
+                [this](std::size_t i) { return imports_in_another_process(*jobs_[i].clause); });
+        const SchedulerSettings& settings = settings_;
+        const BackendKind backend = backend_;
+        lane.worker.emplace(ChildProcess::fork(
             [&settings, backend, will_import] {
               return worker_main(settings, backend, will_import);
             },
-            child_options(settings, true)));
+            child_options(settings_, true)));
       } catch (const std::exception& error) {
-        results[index] =
+        results_[index] =
             failure(job, Outcome::crash,
                     std::string("no worker process could be started: ") + error.what(), "", 0.0);
-        if (on_result) on_result(results[index]);
-        continue;
+        publish(index);
+        return;
       }
     }
-    const std::string nonce = fresh_nonce();
-    const auto started = Clock::now();
-    const std::chrono::milliseconds limit =
-        first_hang.empty() ? settings.timeout : after_a_hang(settings.timeout);
-    const std::string why_shorter =
-        limit < settings.timeout ? " (shortened: " + first_hang + " hung before)" : "";
-    worker->send_command(encode_command({nonce, job.clause, job.backend}));
-    const FrameWait wait = worker->wait_for_frame(started + limit);
+    lane.job = index;
+    lane.nonce = fresh_nonce();
+    lane.started = Clock::now();
+    lane.limit = first_hang_.empty() ? settings_.timeout : after_a_hang(settings_.timeout);
+    lane.why_shorter =
+        lane.limit < settings_.timeout ? " (shortened: " + first_hang_ + " hung before)" : "";
+    lane.deadline = lane.started + lane.limit;
+    lane.worker->send_command(encode_command({lane.nonce, job.clause, job.backend}));
+  }
+
+  // Judges the lane's answer (or its end, or its deadline) and frees the lane.
+  void settle(Lane& lane) {
+    const std::size_t index = *lane.job;
+    lane.job.reset();
+    const ClauseJob& job = jobs_[index];
+    ChildProcess& worker = *lane.worker;
+    const FrameWait wait = worker.wait_for_frame(lane.deadline);
     const double elapsed =
-        std::chrono::duration<double, std::milli>(Clock::now() - started).count();
-    std::string output = worker->take_output().text();
-    if (const int signal = interrupting_signal();
-        signal != 0 && wait.status == FrameWait::Status::deadline) {
-      results[index] = interrupted(job, signal, std::move(output), elapsed);
-      retire();
-      if (on_result) on_result(results[index]);
-      continue;
-    }
+        std::chrono::duration<double, std::milli>(Clock::now() - lane.started).count();
+    std::string output = worker.take_output().text();
     std::string problem;
     switch (wait.status) {
       case FrameWait::Status::frame:
-        if (std::optional<ChildAnswer> answer = accept(wait.payload, job, nonce, problem)) {
+        if (std::optional<ChildAnswer> answer = accept(wait.payload, job, lane.nonce, problem)) {
           const bool reusable = answer->reusable;
-          results[index] = from_answer(job, std::move(*answer), std::move(output), elapsed);
-          worker_answered = true;
-          fresh_hangs = 0;
-          hung_in.clear();
+          results_[index] = from_answer(job, std::move(*answer), std::move(output), elapsed);
+          lane.answered = true;
+          fresh_hangs_ = 0;
+          hung_in_.clear();
           // A worker that cannot go on (it could not load the plugin, or its device is unusable)
           // is replaced: the next clause gets a new one.
-          if (!reusable) retire();
+          if (!reusable) retire(lane);
           break;
         }
-        results[index] =
+        results_[index] =
             failure(job, Outcome::crash,
                     "the process running the plugin sent " + problem + " (the worker was replaced)",
                     std::move(output), elapsed);
-        retire();
+        retire(lane);
         break;
       case FrameWait::Status::garbage:
-        results[index] = failure(job, Outcome::crash,
-                                 "the process running the plugin wrote garbage on its result "
-                                 "channel (" +
-                                     wait.problem + ")",
-                                 std::move(output), elapsed);
-        retire();
+        results_[index] = failure(job, Outcome::crash,
+                                  "the process running the plugin wrote garbage on its result "
+                                  "channel (" +
+                                      wait.problem + ")",
+                                  std::move(output), elapsed);
+        retire(lane);
         break;
       case FrameWait::Status::child_ended:
-        results[index] = ended_without_answer(job, *worker->end(), std::move(output), settings);
-        retire();
+        results_[index] = ended_without_answer(job, *worker.end(), std::move(output), settings_);
+        retire(lane);
         break;
       case FrameWait::Status::deadline: {
-        if (first_hang.empty()) first_hang = job.clause->id;
-        if (!worker_answered) {
-          ++fresh_hangs;
-          hung_in += (hung_in.empty() ? "" : ", ") + job.clause->id;
+        if (first_hang_.empty()) first_hang_ = job.clause->id;
+        if (!lane.answered) {
+          ++fresh_hangs_;
+          hung_in_ += (hung_in_.empty() ? "" : ", ") + job.clause->id;
         }
-        worker->kill();
-        ChildEnd end = *worker->end();
+        worker.kill();
+        ChildEnd end = *worker.end();
         end.kind = ChildEnd::Kind::timed_out;
         end.duration_ms = elapsed;
-        results[index] =
-            ended_without_answer(job, end, std::move(output), settings, limit, why_shorter);
-        retire();
+        results_[index] = ended_without_answer(job, end, std::move(output), settings_, lane.limit,
+                                               lane.why_shorter);
+        retire(lane);
         break;
       }
     }
     // A race ThreadSanitizer reported while the clause ran (a plugin built with it) fails the
     // clause, whatever its process concluded or however it ended.
-    fail_on_thread_sanitizer_reports(results[index], plugin_file(settings));
-    if (on_result) on_result(results[index]);
+    fail_on_thread_sanitizer_reports(results_[index], plugin_file(settings_));
+    publish(index);
   }
-  if (worker) {
-    worker->close_command_channel();
-    worker->wait(settings.timeout);
-    retire();
-  }
-}
 
-// --- clause isolation: one process per job -------------------------------------------------------
+  const std::vector<ClauseJob>& jobs_;
+  const SchedulerSettings& settings_;
+  const std::vector<std::size_t>& order_;
+  std::vector<Lane> lanes_;
+  std::vector<ClauseResult>& results_;
+  const std::function<void(const ClauseResult&)>& on_result_;
+  const BackendKind backend_;
+  int fresh_hangs_ = 0;
+  std::string hung_in_;                // the clauses fresh workers hung in
+  std::string first_hang_;             // the first clause of the backend that hung (after_a_hang)
+  std::vector<std::size_t> position_;  // by job index: its position in order_
+  std::vector<bool> ready_;            // by position: the result is known
+  std::size_t published_ = 0;          // positions published so far
+};
+
+// --- clause isolation: one process per job
+// -------------------------------------------------------
 
 struct Running {
   std::size_t index;
@@ -587,7 +716,8 @@ void reproduce_crash(const ClauseJob& job, const SchedulerSettings& settings,
       found->result.message);
 }
 
-// --- in-process ----------------------------------------------------------------------------------
+// --- in-process
+// ----------------------------------------------------------------------------------
 
 void run_in_this_process(const std::vector<ClauseJob>& jobs, const SchedulerSettings& settings,
                          std::vector<ClauseResult>& results,
@@ -629,7 +759,8 @@ std::vector<ClauseResult> run_clause_jobs(
     const std::vector<std::size_t> order = run_order(jobs, backend);
     if (order.empty()) continue;
     if (settings.isolation == Isolation::backend) {
-      run_with_workers(jobs, settings, order, results, on_result);
+      const std::size_t lanes = backend == BackendKind::fake ? settings.parallel_fake : 1;
+      WorkerLanes(jobs, settings, order, lanes, results, on_result).run();
     } else {
       const std::size_t parallel =
           backend == BackendKind::fake ? std::max<std::size_t>(settings.parallel_fake, 1) : 1;

@@ -91,6 +91,15 @@ class GuardWithoutParent(_Declared):
         yield
 
 
+class ConstructorTouchesCuda(_Declared):
+    """REG-2: the constructor asks the driver for the device count even for context=None; the
+    version probe Numba builds that way must do no CUDA work."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        _driver.driver.get_device_count()
+
+
 class InterfaceVersionTwo(_Declared):
     """REG-1: reports interface version 2; loading refuses it (exit 2)."""
 

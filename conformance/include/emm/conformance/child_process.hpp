@@ -267,6 +267,7 @@ class ChildProcess {
  private:
   explicit ChildProcess(std::unique_ptr<detail::ChildState> state);
   friend bool wait_any(std::span<ChildProcess* const> children, Clock::time_point deadline);
+  friend bool wait_any_frame(std::span<ChildProcess* const> children, Clock::time_point deadline);
 
   std::unique_ptr<detail::ChildState> state_;
 };
@@ -274,6 +275,12 @@ class ChildProcess {
 // Waits until at least one of `children` has ended (true) or `deadline` passes (false: the
 // children still run; wait() on one with a past deadline kills it). Drains all their pipes.
 bool wait_any(std::span<ChildProcess* const> children, ChildProcess::Clock::time_point deadline);
+
+// Waits until at least one of `children` has what wait_for_frame() would return at once (a whole
+// frame, garbage, or its end: true) or `deadline` passes or the run is interrupted (false).
+// Drains all their pipes and sends their pending commands: one thread serves several workers.
+bool wait_any_frame(std::span<ChildProcess* const> children,
+                    ChildProcess::Clock::time_point deadline);
 
 // --- the child's side of the channels ----------------------------------------------------------
 

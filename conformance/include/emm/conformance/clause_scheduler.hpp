@@ -70,7 +70,7 @@ struct SchedulerSettings {
   Isolation isolation = Isolation::backend;
   std::chrono::milliseconds timeout{60000};
   std::size_t memory_limit_bytes = 0;  // per child; 0: none
-  std::size_t parallel_fake = 2;       // clause isolation: fake jobs at once
+  std::size_t parallel_fake = 2;       // fake clauses at once (workers, or processes)
   BackendSettings backend;             // how each child makes its backend (--devices)
 };
 
