@@ -13,7 +13,7 @@ namespace emm::conformance {
 // Throws InvalidArgumentError when `devices` is not in [1, kMaxFakeDevices].
 std::unique_ptr<Backend> make_fake_backend(int devices);
 // Throws DriverUnavailableError when gpu_unavailable_reason() is not empty. `keep_context`:
-// retain device 0's primary context for the rest of the process (what a clause's backend does;
+// retain every device's primary context for the rest of the process (what a clause's backend does;
 // not the probe, which only names the devices).
 std::unique_ptr<Backend> make_gpu_backend(bool keep_context = true);
 // Why the process has no usable GPU ("" when it has one); loads the driver once.

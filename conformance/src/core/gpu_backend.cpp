@@ -11,14 +11,16 @@
 // emm-certify never calls this in its parent process: the GPU is probed and used in child
 // processes only (CUDA must not be initialised before fork()).
 //
-// The first gpu backend of a process keeps one retain of device 0's primary context for the
-// rest of the process. A worker runs one clause after another; without that retain each
-// clause's runtime would destroy the context at its end and the next would pay for a new one
-// (most of a clause's time on an H100). Memory a clause's plugin leaked stays allocated for
-// the next clause, which measures against its own baseline; a clause that poisons the context
-// is caught by unusable_device() and its worker is replaced.
+// The first gpu backend of a process keeps one retain of every device's primary context for
+// the rest of the process. A worker runs one clause after another, and a clause many generated
+// sequences, each with a runtime of its own; without that retain each runtime would destroy
+// the contexts at its end and the next would pay for new ones (a tenth of a second and more per
+// device on an H100: most of a DEV clause's time with two GPUs). Memory a clause's plugin leaked
+// stays allocated for the next clause, which measures against its own baseline; a clause that
+// poisons the context is caught by unusable_device() and its worker is replaced.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <string>
@@ -66,13 +68,21 @@ bool python_hosts_cuda() {
   return is_initialized != nullptr && is_initialized() != 0;
 }
 
-// One retain of device 0's primary context for the rest of the process (see the top).
-void keep_primary_context(Driver& driver) {
+// One retain of every device's primary context for the rest of the process (see the top).
+void keep_primary_contexts(Driver& driver) {
   static const bool kept = [&driver] {
+    int devices = 1;
     try {
-      driver.primary_ctx_retain(0);
+      devices = std::max(driver.device_get_count(), 1);
     } catch (const Error&) {
-      // The clause's own retain will report the problem.
+      // Device 0 at least; a clause's own calls will report the problem.
+    }
+    for (int device = 0; device < devices; ++device) {
+      try {
+        driver.primary_ctx_retain(device);
+      } catch (const Error&) {
+        // The clause's own retain will report the problem.
+      }
     }
     return true;
   }();
@@ -354,7 +364,7 @@ void prepare_gpu_process(bool will_import, std::chrono::milliseconds timeout) {
     }
   }
   try {
-    make_gpu_backend();  // the driver and device 0's primary context, kept for the process
+    make_gpu_backend();  // the driver and every device's primary context, kept for the process
   } catch (const std::exception&) {
     return;
   }
@@ -368,7 +378,7 @@ std::unique_ptr<Backend> make_gpu_backend(bool keep_context) {
   if (!gpu.driver) throw DriverUnavailableError("no GPU: " + gpu.reason);
   // The ledger first, so that it sees the context's own start.
   DriverLedger* ledger = process_cupti_ledger().ledger;
-  if (keep_context) keep_primary_context(*gpu.driver);
+  if (keep_context) keep_primary_contexts(*gpu.driver);
   return std::make_unique<GpuBackend>(gpu.driver, ledger);
 }
 

@@ -180,10 +180,10 @@ std::unique_ptr<Backend> make_backend(BackendKind kind, const BackendSettings& s
 std::string describe_devices(BackendKind kind, const BackendSettings& settings = {});
 
 // Readies this process to run clauses on `kind` before the first one comes, so that the first
-// clause's time does not include it: on the gpu, CUDA's start (the driver and device 0's primary
-// context, kept for the process) and, with `will_import`, the process the IPC clauses import in
-// (ipc_importer.hpp), started first so that its own CUDA start runs beside this one, and waited
-// for (at most `timeout`). A failure is left for the first clause that meets it to report.
+// clause's time does not include it: on the gpu, CUDA's start (the driver and every device's
+// primary context, kept for the process) and, with `will_import`, the process the IPC clauses
+// import in (ipc_importer.hpp), started first so that its own CUDA start runs beside this one, and
+// waited for (at most `timeout`). A failure is left for the first clause that meets it to report.
 // Nothing on the fake.
 void prepare_process(BackendKind kind, bool will_import, std::chrono::milliseconds timeout);
 
