@@ -312,8 +312,9 @@ function(_emm_thread_sanitizer_copy target out)
                                             POSITION_INDEPENDENT_CODE ON)
   # After the copied options, so that a -fno-sanitize=... among them does not turn it off. GCC
   # 12 warns that ThreadSanitizer does not model atomic_thread_fence (-Wtsan): not the plugin's
-  # fault, and -Werror would make it one.
-  target_compile_options(${_copy} PRIVATE -fsanitize=thread -fno-omit-frame-pointer
+  # fault, and -Werror would make it one. -g in every build type: a race is reported with the
+  # file and line of both accesses, in a Release build too.
+  target_compile_options(${_copy} PRIVATE -fsanitize=thread -fno-omit-frame-pointer -g
                                           $<$<CXX_COMPILER_ID:GNU>:-Wno-tsan>)
   if(_kind MATCHES "^(SHARED|MODULE)$")
     # -Bsymbolic-functions: the library calls its own (instrumented) copies of inline library

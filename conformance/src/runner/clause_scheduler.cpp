@@ -328,6 +328,10 @@ struct Lane {
   std::size_t next = 0;            // the position in queue of the next clause to hand out
   std::optional<ChildProcess> worker;
   bool answered = false;  // the current worker answered a clause
+  // Fail fast: fresh workers of this lane in a row that hung before answering any clause (a
+  // plugin whose loading or initialize() never returns hangs in every one), and where.
+  int fresh_hangs = 0;
+  std::string hung_in;
   std::optional<std::size_t> job;
   std::string nonce;
   Clock::time_point started;
@@ -373,7 +377,8 @@ class WorkerLanes {
       }
       give_up_if_hanging();
       for (Lane& lane : lanes_) {
-        while (!lane.job && lane.next < lane.queue.size() && fresh_hangs_ < kFreshHangsToGiveUp) {
+        while (!lane.job && lane.next < lane.queue.size() &&
+               lane.fresh_hangs < kFreshHangsToGiveUp) {
           start(lane, lane.queue[lane.next++]);
         }
       }
@@ -389,7 +394,7 @@ class WorkerLanes {
       if (interrupting_signal() != 0) continue;
       const auto now = Clock::now();
       for (Lane& lane : lanes_) {
-        if (lane.job && (answered(lane) || now >= lane.deadline)) settle(lane);
+        if (lane.job && (ready(lane) || now >= lane.deadline)) settle(lane);
       }
     }
     for (Lane& lane : lanes_) {
@@ -415,7 +420,7 @@ class WorkerLanes {
   }
 
   // Whether the lane's worker has what wait_for_frame() returns at once.
-  static bool answered(Lane& lane) {
+  static bool ready(Lane& lane) {
     if (lane.worker->end()) return true;
     const std::string& bytes = lane.worker->result_bytes();
     if (bytes.empty()) return false;
@@ -423,19 +428,20 @@ class WorkerLanes {
     return status == FrameScan::Status::complete || status == FrameScan::Status::garbage;
   }
 
-  // Fail fast: fresh workers in a row hung before answering any clause (a plugin whose loading
-  // or initialize() never returns hangs in every one): the clauses not started are not run.
+  // Fail fast: a lane whose fresh workers hung kFreshHangsToGiveUp times in a row runs none of
+  // its clauses not started (each lane on its own: its clauses' hangs are its own evidence).
   void give_up_if_hanging() {
-    if (fresh_hangs_ < kFreshHangsToGiveUp) return;
     for (Lane& lane : lanes_) {
+      if (lane.fresh_hangs < kFreshHangsToGiveUp) continue;
       for (; lane.next < lane.queue.size(); ++lane.next) {
         const std::size_t index = lane.queue[lane.next];
         results_[index] = failure(
             jobs_[index], Outcome::not_run,
-            "not run: " + std::to_string(fresh_hangs_) + " fresh processes in a row hung before " +
-                "answering any clause (" + hung_in_ + "), so loading the plugin or its " +
-                "initialize() does not return; the rest of the " +
-                std::string(to_string(backend_)) + " backend was not run (fix the hang first)",
+            "not run: " + std::to_string(lane.fresh_hangs) +
+                " fresh processes in a row hung before answering any clause (" + lane.hung_in +
+                "), so loading the plugin or its initialize() does not return; the clauses "
+                "left to that worker of the " +
+                std::string(to_string(backend_)) + " backend were not run (fix the hang first)",
             "", 0.0);
         publish(index);
       }
@@ -516,8 +522,8 @@ class WorkerLanes {
           const bool reusable = answer->reusable;
           results_[index] = from_answer(job, std::move(*answer), std::move(output), elapsed);
           lane.answered = true;
-          fresh_hangs_ = 0;
-          hung_in_.clear();
+          lane.fresh_hangs = 0;
+          lane.hung_in.clear();
           // A worker that cannot go on (it could not load the plugin, or its device is unusable)
           // is replaced: the next clause gets a new one.
           if (!reusable) retire(lane);
@@ -544,8 +550,8 @@ class WorkerLanes {
       case FrameWait::Status::deadline: {
         if (first_hang_.empty()) first_hang_ = job.clause->id;
         if (!lane.answered) {
-          ++fresh_hangs_;
-          hung_in_ += (hung_in_.empty() ? "" : ", ") + job.clause->id;
+          ++lane.fresh_hangs;
+          lane.hung_in += (lane.hung_in.empty() ? "" : ", ") + job.clause->id;
         }
         worker.kill();
         ChildEnd end = *worker.end();
@@ -570,8 +576,6 @@ class WorkerLanes {
   std::vector<ClauseResult>& results_;
   const std::function<void(const ClauseResult&)>& on_result_;
   const BackendKind backend_;
-  int fresh_hangs_ = 0;
-  std::string hung_in_;                // the clauses fresh workers hung in
   std::string first_hang_;             // the first clause of the backend that hung (after_a_hang)
   std::vector<std::size_t> position_;  // by job index: its position in order_
   std::vector<bool> ready_;            // by position: the result is known
