@@ -40,8 +40,8 @@ class UsageError : public Error {
 
 // How the clauses are kept apart from each other and from emm-certify.
 enum class Isolation {
-  backend,     // one worker process per backend runs the clauses one after another; replaced
-               // after a crash or a timeout (the default: fast)
+  backend,     // worker processes run the clauses one after another (one on a GPU, two side by
+               // side on the fake); replaced after a crash or a timeout (the default: fast)
   clause,      // one process per (clause, backend)
   in_process,  // in emm-certify's own process, for gdb and sanitizers: no protection at all
 };

@@ -4,12 +4,14 @@
 //   std::vector<ClauseResult> results = run_clause_jobs(jobs, settings, print_progress);
 //
 // Isolation (certify_cli.hpp):
-//   backend     one worker process per backend loads the plugin and runs that backend's clauses
-//               one after another, in a fixed order (a crash is reproducible): the order given,
-//               except that a clause which destroys the process's CUDA contexts (LIFE-8,
-//               destroys_contexts() in check_registry.hpp) runs last; after a crash, a timeout
-//               or an answer it cannot trust the worker is killed and a new one takes the
-//               remaining clauses, so a crash costs only the clause that crashed;
+//   backend     worker processes load the plugin and run a backend's clauses one after another,
+//               in a fixed order (a crash is reproducible): the order given, except that a
+//               clause which destroys the process's CUDA contexts (LIFE-8, destroys_contexts()
+//               in check_registry.hpp) runs last. One worker on a GPU; on the fake two side by
+//               side, the clauses that run threads in one and the rest in the other (fixed, and
+//               published in the order). After a crash, a timeout or an answer it cannot trust a
+//               worker is killed and a new one takes its remaining clauses, so a crash costs
+//               only the clause that crashed;
 //   clause      one process per (clause, backend); fake clauses two at a time;
 //   in_process  the clauses run in this process (gdb, sanitizers): nothing is protected.
 // emm-certify decides which clause and backend a child runs and sends it a fresh random nonce;
