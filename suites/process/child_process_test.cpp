@@ -188,6 +188,31 @@ TEST(ChildProcess, WaitAnyReturnsWhenTheFirstChildEnds) {
       << "a deadline already past kills";
 }
 
+// One thread serving several workers (the fake backend's side-by-side workers): wait_any_frame
+// returns as soon as one of them has a whole answer, while the others go on running.
+TEST(ChildProcess, WaitAnyFrameReturnsWhenOneChildHasAWholeAnswer) {
+  ChildOptions options;
+  options.result_channel = true;
+  ChildProcess answering = ChildProcess::fork(
+      []() -> int {
+        send_result_frame("42");
+        block_forever();
+      },
+      options);
+  ChildProcess silent = ChildProcess::fork([]() -> int { block_forever(); }, options);
+  ChildProcess* both[] = {&silent, &answering};
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(wait_any_frame(both, std::chrono::steady_clock::now() + 5s));
+  EXPECT_LT(milliseconds_since(start), 2000.0);
+  EXPECT_TRUE(answering.running()) << "a frame, not an end, woke it";
+  const FrameWait wait = answering.wait_for_frame(std::chrono::steady_clock::now());
+  EXPECT_EQ(wait.status, FrameWait::Status::frame);
+  EXPECT_EQ(wait.payload, "42");
+  EXPECT_FALSE(wait_any_frame(std::span<ChildProcess* const>(both, 1),
+                              std::chrono::steady_clock::now() + 20ms))
+      << "the silent child has neither an answer nor an end";
+}
+
 // --- SIGCHLD -------------------------------------------------------------------------------------
 
 TEST(ChildProcess, SigchldIgnoredBeforeTheSpawnDoesNotLoseTheCrash) {
