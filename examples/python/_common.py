@@ -1,6 +1,7 @@
 """What the example Python EMM plugins share: numba's classes, in either package layout, and the
 translation of a library's out-of-memory error into numba's (ALLOC-3: Numba treats only
 CudaAPIError(CUDA_ERROR_OUT_OF_MEMORY) as out of memory)."""
+import contextlib
 import threading
 
 from numba.cuda.cudadrv import driver as _driver
@@ -60,13 +61,17 @@ class ReleasedAfterReset:
         if self.empty_cache is not None:
             self.empty_cache()
 
-    def enter_scope(self):
-        with self._lock:
-            self._scopes += 1
-
-    def exit_scope(self):
-        with self._lock:
-            self._scopes -= 1
-            trim = self._scopes == 0 and self._trim_later
-        if trim:
-            self.trim()
+    @contextlib.contextmanager
+    def scope(self, parent):
+        """A defer_cleanup() scope: the HostOnly base's `parent` scope, and no trim inside it."""
+        with parent:
+            with self._lock:
+                self._scopes += 1
+            try:
+                yield
+            finally:
+                with self._lock:
+                    self._scopes -= 1
+                    trim = self._scopes == 0 and self._trim_later
+                if trim:
+                    self.trim()

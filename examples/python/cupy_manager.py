@@ -11,8 +11,6 @@ IPC handles carry the block's offset inside its driver allocation (GetIpcHandleM
 driver for the allocation's base). Memory info is the device's (cudaMemGetInfo): the pool's cache
 is memory in use.
 """
-import contextlib
-
 import cupy
 
 from _common import (GetIpcHandleMixin, HostOnlyCUDAMemoryManager, MemoryInfo, MemoryPointer,
@@ -80,14 +78,8 @@ class CuPyMemoryManager(GetIpcHandleMixin, HostOnlyCUDAMemoryManager):
         if self._pool is not None:
             self._pool.free_all_blocks()
 
-    @contextlib.contextmanager
     def defer_cleanup(self):
-        with super().defer_cleanup():
-            self._released.enter_scope()
-            try:
-                yield
-            finally:
-                self._released.exit_scope()
+        return self._released.scope(super().defer_cleanup())
 
     @property
     def interface_version(self):

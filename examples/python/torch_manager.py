@@ -11,8 +11,6 @@ when the last defer_cleanup() scope ends (nothing is freed to the driver inside 
 carry the offset inside the allocator's segment (GetIpcHandleMixin). Memory info is the device's
 (torch.cuda.mem_get_info).
 """
-import contextlib
-
 import torch
 
 from _common import (GetIpcHandleMixin, HostOnlyCUDAMemoryManager, MemoryInfo, MemoryPointer,
@@ -59,14 +57,8 @@ class TorchMemoryManager(GetIpcHandleMixin, HostOnlyCUDAMemoryManager):
         self._released.generation += 1
         torch.cuda.empty_cache()
 
-    @contextlib.contextmanager
     def defer_cleanup(self):
-        with super().defer_cleanup():
-            self._released.enter_scope()
-            try:
-                yield
-            finally:
-                self._released.exit_scope()
+        return self._released.scope(super().defer_cleanup())
 
     @property
     def interface_version(self):

@@ -123,23 +123,19 @@ PythonMemoryManager::PythonMemoryManager(const PythonPlugin& plugin, Context* co
 
 // numba's HostOnlyCUDAMemoryManager keeps `allocations` (a dict of what reset() releases) and
 // `deallocations` (_PendingDeallocs: len() pending, is_disabled, clear()).
-std::size_t PythonMemoryManager::tracked_allocations() const {
+std::size_t PythonMemoryManager::base_length(const char* attribute) const {
   Gil gil;
   try {
-    return py::len(instance_->get().attr("allocations"));
+    return py::len(instance_->get().attr(attribute));
   } catch (py::error_already_set& error) {
-    throw_mapped_error(error, "len(allocations) of the HostOnlyCUDAMemoryManager base");
+    throw_mapped_error(error,
+                       "len(" + std::string(attribute) + ") of the HostOnlyCUDAMemoryManager base");
   }
 }
 
-std::size_t PythonMemoryManager::pending_frees() const {
-  Gil gil;
-  try {
-    return py::len(instance_->get().attr("deallocations"));
-  } catch (py::error_already_set& error) {
-    throw_mapped_error(error, "len(deallocations) of the HostOnlyCUDAMemoryManager base");
-  }
-}
+std::size_t PythonMemoryManager::tracked_allocations() const { return base_length("allocations"); }
+
+std::size_t PythonMemoryManager::pending_frees() const { return base_length("deallocations"); }
 
 bool PythonMemoryManager::deferring() const {
   Gil gil;

@@ -156,16 +156,23 @@ void report_thrown(Session& session, OutOfMemory& report, std::size_t request, B
   session.property().out_of_memory(session, report);
 }
 
-// After a command that may leave the plugin holding all of a memory (a fill): reset() gives it
-// back, so that the commands after it start from what reset() leaves.
-void reset_after_fill(Session& session, Context& context) {
-  session.begin_call({"context().reset();  // gives back what the fill left the plugin holding",
-                      "ctx.reset()  # gives back what the fill left the plugin holding"});
+// context.reset() as a call of the reproducer, `why` its comment; a throw fails the property,
+// which expected `expected`.
+void shown_reset(Session& session, Context& context, std::string_view why,
+                 std::string_view expected) {
+  session.begin_call({str("context().reset();  // ", why), str("ctx.reset()  # ", why)});
   try {
     context.reset();
   } catch (...) {
-    session.fail_thrown("reset() to return (the plugin's reset() releases what it holds)");
+    session.fail_thrown(expected);
   }
+}
+
+// After a command that may leave the plugin holding all of a memory (a fill): reset() gives it
+// back, so that the commands after it start from what reset() leaves.
+void reset_after_fill(Session& session, Context& context) {
+  shown_reset(session, context, "gives back what the fill left the plugin holding",
+              "reset() to return (the plugin's reset() releases what it holds)");
   session.note_lifecycle(0, "reset()");
 }
 
@@ -1423,13 +1430,7 @@ class Fill final : public EngineCommand {
         session.property().out_of_memory(session, report);
         return;
       }
-      session.begin_call({"context().reset();  // releases what the plugin holds",
-                          "ctx.reset()  # releases what the plugin holds"});
-      try {
-        context.reset();
-      } catch (...) {
-        session.fail_thrown("reset() to return");
-      }
+      shown_reset(session, context, "releases what the plugin holds", "reset() to return");
       session.begin_call({str("context().memalloc(", request, ");  // the same request again"),
                           str("ctx.memalloc(", request, ")  # the same request again")});
       try {
@@ -1698,13 +1699,7 @@ class FillHost final : public EngineCommand {
     }
     report.after = session.snapshot();
     if (!granted && report.other.empty()) {
-      session.begin_call({"context().reset();  // releases what the plugin holds",
-                          "ctx.reset()  # releases what the plugin holds"});
-      try {
-        context.reset();
-      } catch (...) {
-        session.fail_thrown("reset() to return");
-      }
+      shown_reset(session, context, "releases what the plugin holds", "reset() to return");
       session.note_lifecycle(0, "reset()");
       report.after_reset_succeeded = ask("the same request again", "the same request again");
       report.other.clear();  // what the last try threw is not the first refusal's

@@ -823,17 +823,20 @@ bool wait_any(std::span<ChildProcess* const> children, ChildProcess::Clock::time
   return pump(states, deadline, any_ended);
 }
 
+bool ChildProcess::has_answer() const {
+  if (state_->end) return true;
+  if (state_->result.empty()) return false;
+  const FrameScan::Status status = scan_frame(state_->result).status;
+  return status == FrameScan::Status::complete || status == FrameScan::Status::garbage;
+}
+
 bool wait_any_frame(std::span<ChildProcess* const> children,
                     ChildProcess::Clock::time_point deadline) {
   std::vector<ChildState*> states;
   for (ChildProcess* child : children) states.push_back(child->state_.get());
-  auto any_answered = [&states] {
-    return std::any_of(states.begin(), states.end(), [](const ChildState* state) {
-      if (state->end) return true;
-      if (state->result.empty()) return false;
-      const FrameScan::Status status = scan_frame(state->result).status;
-      return status == FrameScan::Status::complete || status == FrameScan::Status::garbage;
-    });
+  auto any_answered = [children] {
+    return std::any_of(children.begin(), children.end(),
+                       [](const ChildProcess* child) { return child->has_answer(); });
   };
   if (any_answered()) return true;
   ensure_default_sigchld();

@@ -394,7 +394,7 @@ class WorkerLanes {
       if (interrupting_signal() != 0) continue;
       const auto now = Clock::now();
       for (Lane& lane : lanes_) {
-        if (lane.job && (ready(lane) || now >= lane.deadline)) settle(lane);
+        if (lane.job && (lane.worker->has_answer() || now >= lane.deadline)) settle(lane);
       }
     }
     for (Lane& lane : lanes_) {
@@ -417,15 +417,6 @@ class WorkerLanes {
     if (lane.worker) lane.worker->kill();
     lane.worker.reset();
     kill_stray_children();
-  }
-
-  // Whether the lane's worker has what wait_for_frame() returns at once.
-  static bool ready(Lane& lane) {
-    if (lane.worker->end()) return true;
-    const std::string& bytes = lane.worker->result_bytes();
-    if (bytes.empty()) return false;
-    const FrameScan::Status status = scan_frame(bytes).status;
-    return status == FrameScan::Status::complete || status == FrameScan::Status::garbage;
   }
 
   // Fail fast: a lane whose fresh workers hung kFreshHangsToGiveUp times in a row runs none of

@@ -248,6 +248,9 @@ class ChildProcess {
   // Waits until the result channel holds one complete frame (or garbage), the child ended, or
   // `deadline` passed — for long-lived workers that answer one command at a time.
   FrameWait wait_for_frame(Clock::time_point deadline);
+  // Whether wait_for_frame() would return at once (a whole frame, garbage, or the child's end),
+  // from what was read so far.
+  bool has_answer() const;
   // SIGKILL to its process group, then reaps it (Kind::killed unless it had already ended).
   ChildEnd kill();
 

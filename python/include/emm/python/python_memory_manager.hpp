@@ -64,6 +64,8 @@ class PythonMemoryManager final : public BaseCUDAMemoryManager, public HostOnlyS
   void flush() override;
 
  private:
+  // len() of the instance's `attribute` (numba's allocations or deallocations).
+  std::size_t base_length(const char* attribute) const;
   std::shared_ptr<MemoryPointer> wrap_device_pointer(pybind11::object returned,
                                                      std::string_view call);
   HostAllocation wrap_host_allocation(pybind11::object returned, std::string_view call,
