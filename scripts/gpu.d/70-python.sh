@@ -23,6 +23,9 @@ if "$certify" --help | grep -q "NOT AVAILABLE"; then
   exit 2
 fi
 export PYTHONPATH="$PWD/examples/python:$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
+# A worker that crashes prints its native stack into the clause's log (and Python's faulthandler
+# its Python frames): a crash on a remote machine is then diagnosable from the logs alone.
+export EMMKIT_CRASH_STACK=1 PYTHONFAULTHANDLER=1
 failed=()
 
 certify_one() {  # name target must-certify [emm-certify options...]

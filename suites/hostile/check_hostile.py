@@ -79,6 +79,8 @@ class Expect:
     outcome_counts: dict = dataclasses.field(default_factory=dict)
     # Regular expressions each of which some clause's message must match.
     messages_somewhere: tuple = ()
+    # clause -> regular expression its captured output (the JSON result's "output") must match.
+    outputs: dict = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -101,6 +103,8 @@ class Case:
     site: str
     runs: list
     why: str
+    # More environment for emm-certify (a setting of the kit's, not of the attack).
+    environment: dict = dataclasses.field(default_factory=dict)
 
 
 def each_isolation(**run):
@@ -211,6 +215,18 @@ CASES = {
         for isolation in ISOLATIONS],
         "every clause that allocates crashes (SIGSEGV), those that do not pass; the full "
         "catalogue stays complete"),
+    # EMMKIT_CRASH_STACK: the crashing worker's native stack, down to the plugin's frame, is in
+    # the clause's output, and the clause is still a crash.
+    "memalloc.segv_stack": Case("segv", "memalloc", [
+        Run(isolation=isolation, only=AROUND_ALLOC,
+            expect=Expect(exit_status=1, outcomes={"ALLOC-1": {CRASH}},
+                          messages={"ALLOC-1": r"SIGSEGV"},
+                          outputs={"ALLOC-1": r"SEGV in the worker; native stack "
+                                              r"\(EMMKIT_CRASH_STACK\):\n.*libhostile_plugin\.so"
+                                              r"\(.*libemm_reference"}))
+        for isolation in ISOLATIONS],
+        "ALLOC-1 crash, with the native stack from the plugin's frame down",
+        environment={"EMMKIT_CRASH_STACK": "1"}),
     "memalloc.terminate": clause_hit("terminate", "memalloc", "ALLOC-1", CRASH, r"SIGABRT"),
     "memalloc.hang": clause_hit("hang", "memalloc", "ALLOC-1", TIMEOUT, r"no answer within 2 s",
                                 timeout_s=2),
@@ -490,6 +506,12 @@ def check_reports(checker, run, paths, selected, stderr):
                     checker.expect(re.search(pattern, message, re.S) is not None,
                                    f"{clause}: the message does not match /{pattern}/: "
                                    f"{message[:600]!r}")
+                pattern = expect.outputs.get(clause)
+                output = seen.get((clause, "fake"), {}).get("output", "")
+                if pattern:
+                    checker.expect(re.search(pattern, output, re.S) is not None,
+                                   f"{clause}: the output does not match /{pattern}/: "
+                                   f"{output[-1200:]!r}")
             elif run.only:
                 checker.expect(outcome == "pass",
                                f"{clause} (not reached by the attack): expected pass, got "
@@ -564,7 +586,7 @@ def run_once(args, case_name, case, index, run, selected):
         command += ["--memory-limit", run.memory_limit]
     token = f"hostile-{case_name}-{index}-{os.getpid()}-{secrets.token_hex(8)}"
     environment = dict(os.environ, EMM_HOSTILE_ACTION=case.action, EMM_HOSTILE_SITE=case.site,
-                       EMM_HOSTILE_TOKEN=token)
+                       EMM_HOSTILE_TOKEN=token, **case.environment)
 
     # Console output goes to files: a pipe held open by a leftover process would stall a reader.
     # Its own session, so that a signal to emm-certify's process group cannot reach this script.
@@ -600,8 +622,9 @@ def run_once(args, case_name, case, index, run, selected):
         print(f"{checker.name}: {len(checker.failures)} assertion(s) failed ({elapsed:.1f} s)")
         for failure in checker.failures:
             print(f"  - {failure}")
-        print(f"  command: EMM_HOSTILE_ACTION={case.action} EMM_HOSTILE_SITE={case.site} "
-              f"{' '.join(command)}")
+        settings = "".join(f"{name}={value} " for name, value in case.environment.items())
+        print(f"  command: {settings}EMM_HOSTILE_ACTION={case.action} "
+              f"EMM_HOSTILE_SITE={case.site} {' '.join(command)}")
         print(f"  stderr (last 3000 bytes): {err[-3000:].decode('utf-8', 'replace')!r}")
         return False
     print(f"{checker.name}: ok ({elapsed:.1f} s)")

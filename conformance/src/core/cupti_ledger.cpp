@@ -1,11 +1,15 @@
 // CUPTI's callback API (cupti_callbacks.h) calls back on entry to and exit from every CUDA
-// driver and runtime API call, on the calling thread, with the call's parameters and, on exit,
-// its result. The subscriber here counts every call on entry and, on exit, reports the calls
-// that make or free memory to the process's DriverLedger.
+// driver API call, on the calling thread, with the call's parameters and, on exit, its result.
+// The subscriber here counts every call on entry and, on exit, reports the calls that make or
+// free memory to the process's DriverLedger. The runtime (cudaMalloc, cudaFree, ...) makes its
+// memory through the same driver calls, so they are recorded under the driver's names.
 //
-// A runtime call (cudaMalloc) is recorded as itself; the driver calls the runtime makes inside
-// it are not recorded again (a per-thread depth says when a runtime call is in progress). The
-// driver calls the subscriber itself makes (the device of a new block) are not counted.
+// Only the driver domain is enabled. With the runtime domain as well, libcupti 13.0 crashed
+// (SIGSEGV inside libcupti, called from libcuda) when CuPy 14's statically linked runtime met
+// out of memory with blocks live; the driver domain alone certified CuPy, PyTorch and numba-cuda
+// on 2x H100 (docs/gpu-runs/h100x2-2026-11-27-driver-domain.md).
+//
+// The driver calls the subscriber itself makes (the device of a new block) are not counted.
 // generated_cuda_meta.h describes the parameters of every driver entry point, the legacy
 // (_v1) ones too, whose types cuda.h declares only for the driver's own build. This file calls
 // no CUDA function by name (the ledger's few queries go through dlsym), so it may see them.
@@ -19,12 +23,9 @@
 #include <vector>
 
 #if EMMKIT_HAVE_CUPTI
-#include <cuda_runtime_api.h>
 #include <cupti_callbacks.h>
 #include <cupti_driver_cbid.h>
-#include <cupti_runtime_cbid.h>
 #include <generated_cuda_meta.h>
-#include <generated_cuda_runtime_api_meta.h>
 #endif
 
 namespace emm::conformance {
@@ -58,8 +59,7 @@ struct DriverQueries {
 DriverLedger* g_ledger = nullptr;
 DriverQueries g_driver;
 
-thread_local int t_runtime_depth = 0;  // runtime calls in progress on this thread
-thread_local int t_own_calls = 0;      // the subscriber's own driver calls in progress
+thread_local int t_own_calls = 0;  // the subscriber's own driver calls in progress
 
 // The device of the context current on this thread, asked without being counted.
 int current_device() {
@@ -229,118 +229,12 @@ void on_driver_exit(CUpti_CallbackId id, const CUpti_CallbackData& data) {
   }
 }
 
-// cudaDeviceReset destroys the current device's primary context; its device is read on entry.
-thread_local int t_resetting_device = -1;
-
-void on_runtime_exit(CUpti_CallbackId id, const CUpti_CallbackData& data) {
-  const cudaError_t error = *static_cast<const cudaError_t*>(data.functionReturnValue);
-  const bool ok = error == cudaSuccess;
-  // The ledger speaks the driver's results; a refused runtime free is reported as invalid value.
-  const CUresult result = ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-  using K = LedgerBlockKind;
-  switch (id) {
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020:
-      if (ok) {
-        const auto& p = params<cudaMalloc_v3020_params>(data);
-        made(data, K::device, address(*p.devPtr), p.size, 0, "cudaMalloc");
-      }
-      return;
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMallocPitch_v3020:
-      if (ok) {
-        const auto& p = params<cudaMallocPitch_v3020_params>(data);
-        made(data, K::device, address(*p.devPtr), *p.pitch * p.height, 0, "cudaMallocPitch");
-      }
-      return;
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_ptsz_v11020:
-      if (ok) {
-        const auto& p = params<cudaMallocAsync_v11020_params>(data);
-        made(data, K::device, address(*p.devPtr), p.size, 0, "cudaMallocAsync");
-      }
-      return;
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_v11020:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_ptsz_v11020:
-      if (ok) {
-        const auto& p = params<cudaMallocFromPoolAsync_v11020_params>(data);
-        made(data, K::device, address(*p.ptr), p.size, 0, "cudaMallocFromPoolAsync");
-      }
-      return;
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000:
-      if (ok) {
-        const auto& p = params<cudaMallocManaged_v6000_params>(data);
-        made(data, K::managed, address(*p.devPtr), p.size, p.flags, "cudaMallocManaged");
-      }
-      return;
-    case CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020: {
-      const void* pointer = params<cudaFree_v3020_params>(data).devPtr;
-      if (pointer != nullptr)
-        g_ledger->freed(LedgerSpace::device, address(pointer), "cudaFree", result, true);
-      return;
-    }
-    case CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_ptsz_v11020: {
-      const void* pointer = params<cudaFreeAsync_v11020_params>(data).devPtr;
-      if (pointer != nullptr) {
-        g_ledger->freed(LedgerSpace::device, address(pointer), "cudaFreeAsync", result, true);
-      }
-      return;
-    }
-    case CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020:
-      if (ok) {
-        const auto& p = params<cudaHostAlloc_v3020_params>(data);
-        made(data, K::host_alloc, address(*p.pHost), p.size, p.flags, "cudaHostAlloc");
-      }
-      return;
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020:
-      if (ok) {
-        const auto& p = params<cudaMallocHost_v3020_params>(data);
-        made(data, K::host_alloc, address(*p.ptr), p.size, 0, "cudaMallocHost");
-      }
-      return;
-    case CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020: {
-      const void* pointer = params<cudaFreeHost_v3020_params>(data).ptr;
-      if (pointer != nullptr) {
-        g_ledger->freed(LedgerSpace::host, address(pointer), "cudaFreeHost", result, true);
-      }
-      return;
-    }
-    case CUPTI_RUNTIME_TRACE_CBID_cudaHostRegister_v4000:
-      if (ok) {
-        const auto& p = params<cudaHostRegister_v4000_params>(data);
-        made(data, K::host_registration, address(p.ptr), p.size, p.flags, "cudaHostRegister");
-      }
-      return;
-    case CUPTI_RUNTIME_TRACE_CBID_cudaHostUnregister_v4000:
-      g_ledger->freed(LedgerSpace::host, address(params<cudaHostUnregister_v4000_params>(data).ptr),
-                      "cudaHostUnregister", result, false);
-      return;
-    case CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020:
-      if (ok && t_resetting_device >= 0) g_ledger->primary_context_destroyed(t_resetting_device);
-      return;
-    default:
-      return;
-  }
-}
-
 void CUPTIAPI on_api_call(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id,
                           const void* raw) {
   if (t_own_calls > 0 || g_ledger == nullptr) return;
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   const auto& data = *static_cast<const CUpti_CallbackData*>(raw);
-  const bool entering = data.callbackSite == CUPTI_API_ENTER;
-  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
-    if (entering) {
-      if (t_runtime_depth++ == 0) g_ledger->called();
-      if (id == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020) {
-        t_resetting_device = current_device();
-      }
-      return;
-    }
-    // An exit whose entry came before the subscription is not counted down.
-    if (t_runtime_depth > 0 && --t_runtime_depth == 0) on_runtime_exit(id, data);
-    return;
-  }
-  if (domain != CUPTI_CB_DOMAIN_DRIVER_API || t_runtime_depth > 0) return;
-  if (entering) {
+  if (data.callbackSite == CUPTI_API_ENTER) {
     g_ledger->called();
     return;
   }
@@ -423,12 +317,10 @@ CuptiLedger subscribe() {
                       : "");
     return out;
   }
-  for (const CUpti_CallbackDomain domain :
-       {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_CB_DOMAIN_RUNTIME_API}) {
-    if (const CUptiResult code = enable_domain(1, subscriber, domain); code != CUPTI_SUCCESS) {
-      out.reason = explain(code, "cuptiEnableDomain");
-      return out;
-    }
+  if (const CUptiResult code = enable_domain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
+      code != CUPTI_SUCCESS) {
+    out.reason = explain(code, "cuptiEnableDomain");
+    return out;
   }
   out.ledger = &ledger;
   return out;

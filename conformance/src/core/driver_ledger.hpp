@@ -4,8 +4,9 @@
 // allocation was made with; which device a block lives on) as exactly as the fake does.
 //
 // The ledger is only bookkeeping: something reports the calls to it. On a GPU that is the
-// CUPTI subscriber of cupti_ledger.cpp, which sees the driver and runtime calls of every
-// library in the process (the plugin, numba, CuPy, PyTorch, the kit itself); tests feed it
+// CUPTI subscriber of cupti_ledger.cpp, which sees the driver calls of every library in the
+// process (the plugin, numba, CuPy, PyTorch, the kit itself; the runtime's calls reach it as
+// the driver calls they make); tests feed it
 // calls directly. Blocks made before the ledger started are unknown to it: frees of them are
 // not counted as invalid unless the driver refused them.
 //
@@ -35,10 +36,10 @@
 namespace emm::conformance {
 
 enum class LedgerBlockKind {
-  device,             // cuMemAlloc, cuMemAllocPitch, cuMemAllocAsync, pool allocations, cudaMalloc
-  managed,            // cuMemAllocManaged, cudaMallocManaged
-  host_alloc,         // cuMemHostAlloc, cuMemAllocHost, cudaHostAlloc, cudaMallocHost
-  host_registration,  // cuMemHostRegister, cudaHostRegister
+  device,             // cuMemAlloc, cuMemAllocPitch, cuMemAllocAsync, pool allocations
+  managed,            // cuMemAllocManaged
+  host_alloc,         // cuMemHostAlloc, cuMemAllocHost
+  host_registration,  // cuMemHostRegister
   ipc_mapping,        // cuIpcOpenMemHandle
 };
 
@@ -58,7 +59,7 @@ struct LedgerBlock {
   // The context the call ran in, and that context's device: destroying the context frees it.
   CUcontext context = nullptr;
   int context_device = -1;
-  std::string_view call;  // the CUDA call that made it ("cuMemAlloc", "cudaMalloc", ...)
+  std::string_view call;  // the CUDA call that made it ("cuMemAlloc", "cuMemHostAlloc", ...)
 };
 
 class DriverLedger {
@@ -68,10 +69,10 @@ class DriverLedger {
   // A call that frees, unregisters or closes the block at `base` ended with `result`. A refused
   // one is an invalid free (a double free, an interior or unknown pointer, a block of a destroyed
   // context), as the fake counts them; `counts_as_free` says whether it is a free of memory
-  // (cuMemFree, cuMemFreeAsync, cuMemFreeHost and their runtime forms: driver_frees()).
+  // (cuMemFree, cuMemFreeAsync, cuMemFreeHost: driver_frees()).
   void freed(LedgerSpace space, std::uint64_t base, std::string_view call, CUresult result,
              bool counts_as_free);
-  // A driver or runtime API call of this process began (driver_calls()).
+  // A driver API call of this process began (driver_calls()).
   void called() noexcept { calls_.fetch_add(1, std::memory_order_relaxed); }
   // A context made with cuCtxCreate: not a primary one.
   void context_created(CUcontext context);

@@ -13,6 +13,7 @@
 #include "emm/conformance/evaluate.hpp"
 #include "emm/conformance/result_codec.hpp"
 #include "emm/plugin_loader.hpp"
+#include "process/crash_stack.hpp"
 #include "process/interruption.hpp"
 #include "runner/field_codec.hpp"
 #include "runner/thread_sanitizer.hpp"
@@ -111,7 +112,9 @@ LoadedSubject plugin_evaluator(const std::string& path) {
   return loaded;
 }
 
+// Every process that runs clauses loads the subject here, and installs the crash stack first.
 LoadedSubject load_in_child(const SchedulerSettings& settings) {
+  install_crash_stack_from_environment();
   return settings.load_subject ? settings.load_subject() : plugin_evaluator(settings.plugin_path);
 }
 
