@@ -10,8 +10,11 @@
 #
 # Rows run one at a time by default: leaks are judged from the process's own ledger
 # (cupti_ledger.hpp), but the memory-info clauses compare a plugin's cuMemGetInfo figures, which
-# count every process on the device, so certifications side by side can disturb them
-# (docs/fake-vs-gpu.md). EMMKIT_ZOO_JOBS > 1 is for a quick look; rerun a row that fails alone.
+# count every process on the device, and ALLOC-3 fills the device, so certifications side by
+# side on one GPU can disturb them (docs/fake-vs-gpu.md). EMMKIT_ZOO_GPU_LANES=1 on a machine
+# with several GPUs runs one row per GPU at a time instead, each row seeing only its GPU
+# (CUDA_VISIBLE_DEVICES, taken with flock), and then the DEV rows, which need two devices, one
+# at a time with every GPU. EMMKIT_ZOO_ROWS (a regular expression over row names) selects rows.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
@@ -27,9 +30,23 @@ fi
 mkdir -p "$reports"
 : >"$reports/results.txt"
 
-# one_row TEST LIBRARY: checks one manifest row; prints "<status> <test>" as its last line.
+# one_row TEST LIBRARY: checks one manifest row; prints "<status> <test>" as its last line. In
+# GPU lanes it first takes a free GPU (a lock per GPU) and runs on it alone.
 one_row() {
-  local test="$1" library="$2" status=0
+  local test="$1" library="$2" status=0 gpu lock
+  if [[ -n "${lanes:-}" ]]; then
+    while [[ -z "${CUDA_VISIBLE_DEVICES:-}" ]]; do
+      for gpu in $(seq 0 $((lanes - 1))); do
+        exec {lock}>"$reports/.gpu$gpu.lock"
+        if flock -n "$lock"; then
+          export CUDA_VISIBLE_DEVICES=$gpu
+          break
+        fi
+        exec {lock}>&-
+      done
+      [[ -n "${CUDA_VISIBLE_DEVICES:-}" ]] || sleep 0.2
+    done
+  fi
   python3 suites/known_bad/check_zoo.py --backend gpu --timeout 1800 --certify "$certify" \
     --plugin "$build/suites/known_bad/plugins/lib$library.so" --manifest "$manifest" \
     --test "$test" --work-dir "$reports" >"$reports/$test.log" 2>&1 || status=$?
@@ -40,8 +57,19 @@ export -f one_row
 export build certify manifest reports
 
 # Test and library names hold no blanks (CTest names and file stems).
-results="$(awk -F '\t' '!/^#/ && NF > 1 && $1 != "test" { print $1, $2 }' "$manifest" |
-  { grep -E "^(${EMMKIT_ZOO_ROWS:-.*}) " || true; } | xargs -P "$jobs" -n 2 bash -c 'one_row "$@"' _)"
+rows="$(awk -F '\t' '!/^#/ && NF > 1 && $1 != "test" { print $1, $2 }' "$manifest" |
+  { grep -E "^(${EMMKIT_ZOO_ROWS:-.*}) " || true; })"
+if [[ "${EMMKIT_ZOO_GPU_LANES:-0}" == 1 ]]; then
+  lanes="$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)"
+  lanes="${lanes:-1}"
+  ((lanes >= 1)) || lanes=1
+  echo "known-bad on gpu: $lanes GPU lanes, then the DEV rows with every GPU"
+  results="$(grep -v '^DEV-' <<<"$rows" | lanes=$lanes xargs -r -P "$lanes" -n 2 bash -c 'one_row "$@"' _)"
+  results+=$'\n'"$(grep '^DEV-' <<<"$rows" | xargs -r -n 2 bash -c 'one_row "$@"' _)"
+  results="$(grep . <<<"$results" || true)"
+else
+  results="$(xargs -r -P "$jobs" -n 2 bash -c 'one_row "$@"' _ <<<"$rows")"
+fi
 
 total=0 passed=0 skipped=0
 failed=()
