@@ -236,11 +236,11 @@ TEST(Engine, TheEnvironmentSetsSeedAndBudgetForTheInProcessFlavours) {
   EXPECT_EQ(set.budget, 3);
   const ClauseResult r = run(subject<NumbaCUDAMemoryManager>(), "ALLOC-1");
   ::setenv("EMMKIT_BUDGET", "0", 1);
-  EMM_EXPECT_THROW(InvalidArgumentError, exploration_from_environment(),
+  EMM_EXPECT_THROW(InvalidArgumentError, static_cast<void>(exploration_from_environment()),
                    "EMMKIT_BUDGET must be a number of sequences per clause from 1 to 1000000 "
                    "(got '0'); unset it for the default");
   ::setenv("EMMKIT_SEED", "x", 1);
-  EMM_EXPECT_THROW(InvalidArgumentError, exploration_from_environment(),
+  EMM_EXPECT_THROW(InvalidArgumentError, static_cast<void>(exploration_from_environment()),
                    "EMMKIT_SEED must be a whole number (got 'x'); unset it for the default");
   ::unsetenv("EMMKIT_SEED");
   ::unsetenv("EMMKIT_BUDGET");

@@ -135,7 +135,8 @@ TEST(SeveralDevices, FakeBackendRefusesImpossibleDeviceCounts) {
   for (const int devices : {0, -1, kMaxFakeDevices + 1}) {
     EMM_EXPECT_THROW(
         InvalidArgumentError,
-        make_backend(BackendKind::fake, BackendSettings{.fake_devices = devices}),
+        static_cast<void>(
+            make_backend(BackendKind::fake, BackendSettings{.fake_devices = devices})),
         "the fake backend has 1 to 16 devices; " + std::to_string(devices) + " were asked for");
   }
 }

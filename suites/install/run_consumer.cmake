@@ -33,6 +33,22 @@ endfunction()
 
 run_step(install "${CMAKE_COMMAND}" --install "${EMMKIT_BUILD_DIR}" --prefix "${_prefix}")
 
+# Only the headers a plugin or test author includes are installed (conformance/include/); the
+# kit's own (conformance/src/include/: the process layer, the scheduler, the report writers) are
+# not, and the consumer below compiles from what is.
+file(GLOB _private_headers RELATIVE "${CMAKE_CURRENT_LIST_DIR}/../../conformance/src/include"
+     "${CMAKE_CURRENT_LIST_DIR}/../../conformance/src/include/emm/conformance/*.hpp")
+if(NOT _private_headers)
+  message(FATAL_ERROR "install_consumer: no private headers found under conformance/src/include")
+endif()
+foreach(_header IN LISTS _private_headers)
+  file(GLOB_RECURSE _installed "${_prefix}/*/${_header}")
+  if(_installed)
+    message(FATAL_ERROR "install_consumer: the private header ${_header} was installed: "
+                        "${_installed}")
+  endif()
+endforeach()
+
 # The outer build's own prefixes go through the environment (':'-separated), searched after
 # CMAKE_PREFIX_PATH, so the scratch prefix comes first.
 if(EXTRA_PREFIX_PATH)

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/backend_factories.hpp"
+#include "emm/conformance/ipc_importer.hpp"
 #include "emm/errors.hpp"
 #include "emm/fake/fake_driver.hpp"
 #include "emm/runtime.hpp"

@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "emm/conformance/backend_kind.hpp"
-#include "emm/conformance/ipc_importer.hpp"
+#include "emm/conformance/ipc_wire.hpp"
 #include "emm/context.hpp"
 #include "emm/driver.hpp"
 #include "emm/plugin_declaration.hpp"
@@ -53,20 +53,20 @@ struct HostMemoryState {
 };
 
 // host_memory() for any driver: what both backends answer.
-HostMemoryState host_memory_from_driver(Driver& driver, const void* address);
+[[nodiscard]] HostMemoryState host_memory_from_driver(Driver& driver, const void* address);
 
 class Backend {
  public:
   virtual ~Backend() = default;
 
-  virtual BackendKind kind() const noexcept = 0;
+  [[nodiscard]] virtual BackendKind kind() const noexcept = 0;
   std::string_view name() const noexcept { return to_string(kind()); }
   // The driver the run's runtime, plugin and checks use.
-  virtual const std::shared_ptr<Driver>& driver() const noexcept = 0;
+  [[nodiscard]] virtual const std::shared_ptr<Driver>& driver() const noexcept = 0;
   // "emmkit fake device" / the GPU's name, for the certificate.
-  virtual std::string device_name(int device) = 0;
+  [[nodiscard]] virtual std::string device_name(int device) = 0;
   // The devices a check may use: the fake's configured count, every GPU the driver sees.
-  virtual int device_count() = 0;
+  [[nodiscard]] virtual int device_count() = 0;
   // Makes threads that call the plugin at once interleave inside it for as long as they run;
   // evaluate() turns it on for the clauses that run several threads (runs_threads(),
   // check_registry.hpp). The fake driver then yields the calling thread at the start of every
@@ -78,62 +78,62 @@ class Backend {
   // --- device memory ---------------------------------------------------------------------------
   // Device memory in use now: this process's allocations on the fake (unrounded), total - free
   // from cuMemGetInfo on the gpu (device-wide: other processes count too).
-  virtual std::size_t device_bytes_in_use() = 0;
+  [[nodiscard]] virtual std::size_t device_bytes_in_use() = 0;
   // The total memory of `device`, as cuMemGetInfo reports it.
-  virtual std::size_t device_capacity(int device) = 0;
+  [[nodiscard]] virtual std::size_t device_capacity(int device) = 0;
   // Device memory in use on `device` alone (fake: every simulated process's allocations there;
   // gpu: total - free from cuMemGetInfo in that device's primary context).
-  virtual std::size_t device_bytes_in_use_on(int device) = 0;
+  [[nodiscard]] virtual std::size_t device_bytes_in_use_on(int device) = 0;
   // What device_bytes_in_use() may drift by without a leak: 0 on the fake and on the gpu with
   // its ledger (cupti_ledger.hpp); without one, other processes and the driver's page
   // granularity move cuMemGetInfo's figures.
-  virtual std::size_t memory_slack() const noexcept = 0;
+  [[nodiscard]] virtual std::size_t memory_slack() const noexcept = 0;
   // How far figures cuMemGetInfo reports (a plugin's get_memory_info(), device_bytes_in_use_on)
   // may be from the allocations that moved them: 0 on the fake; on the gpu, the driver's page
   // granularity and other processes.
-  virtual std::size_t memory_info_slack() const noexcept = 0;
+  [[nodiscard]] virtual std::size_t memory_info_slack() const noexcept = 0;
   // The driver allocation [base, base + size) that `pointer` lies in, if the driver knows one
   // (fake: live cuMemAlloc/managed/pool blocks; gpu: cuMemGetAddressRange).
-  virtual std::optional<AddressRange> driver_block(CUdeviceptr pointer) = 0;
+  [[nodiscard]] virtual std::optional<AddressRange> driver_block(CUdeviceptr pointer) = 0;
   // The device whose memory holds the driver allocation `pointer` lies in: where the block
   // lives, not what the MemoryPointer's context says (fake: the block's record; gpu:
   // cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) of an address
   // cuMemGetAddressRange knows). std::nullopt when no device allocation holds it.
-  virtual std::optional<int> block_device(CUdeviceptr pointer) = 0;
+  [[nodiscard]] virtual std::optional<int> block_device(CUdeviceptr pointer) = 0;
   // The attach flag cuMemAllocManaged was given for the managed allocation holding `pointer`:
   // CU_MEM_ATTACH_GLOBAL or CU_MEM_ATTACH_HOST, 0 when no managed allocation holds it (fake:
   // its records); std::nullopt where the driver cannot be asked (gpu: no driver query reports
   // the flag).
-  virtual std::optional<unsigned> managed_attach_flags(CUdeviceptr pointer) = 0;
+  [[nodiscard]] virtual std::optional<unsigned> managed_attach_flags(CUdeviceptr pointer) = 0;
 
   // --- host memory -------------------------------------------------------------------------------
   // Live cuMemHostAlloc blocks / cuMemHostRegister ranges of this process.
-  virtual std::optional<std::size_t> host_allocation_count() = 0;
+  [[nodiscard]] virtual std::optional<std::size_t> host_allocation_count() = 0;
   // How much host memory the driver page-locks before cuMemHostAlloc answers out of memory;
   // std::nullopt where that limit is a real host's RAM, which a check must not exhaust (gpu).
   virtual std::optional<std::size_t> page_locked_capacity() { return std::nullopt; }
-  virtual std::optional<std::size_t> host_registration_count() = 0;
+  [[nodiscard]] virtual std::optional<std::size_t> host_registration_count() = 0;
   // What the driver says of the host byte at `address` (HostMemoryState); std::nullopt where it
   // cannot be asked. Both backends ask the driver itself (cuPointerGetAttribute,
   // cuMemHostGetFlags), so the fake and the gpu observe the same (docs/fake-vs-gpu.md).
-  virtual std::optional<HostMemoryState> host_memory(const void* address) = 0;
+  [[nodiscard]] virtual std::optional<HostMemoryState> host_memory(const void* address) = 0;
 
   // --- what the driver saw go wrong --------------------------------------------------------------
   // Frees, unregisters and closes of something not live (double frees), so far.
-  virtual std::optional<std::size_t> invalid_frees() = 0;
+  [[nodiscard]] virtual std::optional<std::size_t> invalid_frees() = 0;
   // What the last few of those were, oldest first, with their addresses ("cuMemFree(0x...)
   // refused with CUDA_ERROR_INVALID_VALUE (freed before by cuMemFree)"); empty where not
   // recorded.
   virtual std::vector<std::string> invalid_free_descriptions() { return {}; }
   // Copies and memsets that touched bytes outside any live allocation, so far.
-  virtual std::optional<std::size_t> invalid_accesses() = 0;
+  [[nodiscard]] virtual std::optional<std::size_t> invalid_accesses() = 0;
   // Frees of device and host memory this process asked the driver for (cuMemFree,
   // cuMemFreeAsync, cuMemFreeHost), so far; std::nullopt where they are not counted. Deferral
   // (DEFER-*) forbids them while a defer_cleanup() guard is open (spec §8).
-  virtual std::optional<std::size_t> driver_frees() = 0;
+  [[nodiscard]] virtual std::optional<std::size_t> driver_frees() = 0;
   // Every driver call this process made so far; std::nullopt where they are not counted (REG-2:
   // a null-context instance makes none).
-  virtual std::optional<std::size_t> driver_calls() = 0;
+  [[nodiscard]] virtual std::optional<std::size_t> driver_calls() = 0;
   // Why this process can no longer use the device, if it cannot: a sticky driver error (a
   // kernel or copy faulted on memory the plugin corrupted or freed twice) poisons every later
   // call, so the clause that left it is failed for it and its process is not reused. The fake
@@ -156,28 +156,30 @@ class Backend {
   // devices, with its own Runtime; gpu: the emm-ipc-importer program) and returns its response:
   // one answer per item, in order. Throws emm::Error when the other process cannot run at all
   // or answers garbage.
-  virtual ImportResponse import_elsewhere(const ImportRequest& request) = 0;
+  [[nodiscard]] virtual ImportResponse import_elsewhere(const ImportRequest& request) = 0;
   // As import_elsewhere, but the other process's runtime has the plugin under test registered
   // (made by `factory`), so that a staged open allocates its copy through the importing
   // context's plugin (spec 2.8). std::nullopt where the other process cannot host the plugin
   // (gpu: emm-ipc-importer imports with the default manager).
-  virtual std::optional<ImportResponse> import_through_plugin(const ImportRequest& request,
-                                                              const ManagerFactory& factory) = 0;
+  [[nodiscard]] virtual std::optional<ImportResponse> import_through_plugin(
+      const ImportRequest& request, const ManagerFactory& factory) = 0;
 };
 
 // Why `kind` cannot certify a plugin declaring `capabilities` here; "" when it can. The GPU
 // is probed once per process (loading the driver); the fake cannot run a plugin that declares
 // runs_on_fake_driver=false.
-std::string backend_unavailable_reason(BackendKind kind, const Capabilities& capabilities);
+[[nodiscard]] std::string backend_unavailable_reason(BackendKind kind,
+                                                     const Capabilities& capabilities);
 
 // A backend of `kind` for one clause run. Throws emm::DriverUnavailableError when it cannot
 // run here (no GPU), emm::InvalidArgumentError when settings.fake_devices is not in
 // [1, kMaxFakeDevices].
-std::unique_ptr<Backend> make_backend(BackendKind kind, const BackendSettings& settings = {});
+[[nodiscard]] std::unique_ptr<Backend> make_backend(BackendKind kind,
+                                                    const BackendSettings& settings = {});
 
 // The devices of `kind` as emm-certify names them: device 0's name, with ", N devices" when there
 // are more. Starts no more of the backend than that needs (the gpu: the driver, no context).
-std::string describe_devices(BackendKind kind, const BackendSettings& settings = {});
+[[nodiscard]] std::string describe_devices(BackendKind kind, const BackendSettings& settings = {});
 
 // Readies this process to run clauses on `kind` before the first one comes, so that the first
 // clause's time does not include it: on the gpu, CUDA's start (the driver and every device's

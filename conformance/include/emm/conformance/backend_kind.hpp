@@ -3,7 +3,7 @@
 //   BackendKind kind = *parse_backend("gpu");
 //   std::cout << to_string(kind);   // "gpu"
 //
-// Plain values; the functions are pure.
+// Plain values; the functions are pure and may be called from any thread.
 #pragma once
 
 #include <array>
@@ -32,7 +32,7 @@ struct BackendSettings {
 inline constexpr int kMaxFakeDevices = 16;
 
 // "fake", "gpu".
-std::string_view to_string(BackendKind kind) noexcept;
-std::optional<BackendKind> parse_backend(std::string_view text) noexcept;
+[[nodiscard]] std::string_view to_string(BackendKind kind) noexcept;
+[[nodiscard]] std::optional<BackendKind> parse_backend(std::string_view text) noexcept;
 
 }  // namespace emm::conformance

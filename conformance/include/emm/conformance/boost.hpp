@@ -14,6 +14,9 @@
 //
 // Link with emm_conformance_boost (emm_add_boost_conformance_test does); it provides main()
 // unless the test file defines its own (BOOST_TEST_MODULE in one file of the test).
+//
+// Thread-safety: the registered cases run on Boost.Test's thread, one at a time, as its
+// framework requires; nothing here may be called from other threads.
 #pragma once
 
 #include "emm/conformance/backend_kind.hpp"

@@ -14,6 +14,8 @@
 //   const Clause* life2 = emm::conformance::catalogue().find("LIFE-2");
 //
 // Thread-safety: catalogue() is built once (thread-safe static) and is immutable afterwards.
+// Ownership: the catalogue owns every Clause; a `const Clause*` from it is valid for the
+// process's life, so results and reports hold pointers, never copies.
 #pragma once
 
 #include <optional>
@@ -46,17 +48,17 @@ struct Clause {
   std::string source;  // NBEP 7 / Numba EMM docs section
 
   // "host", "plugin", "host+plugin" or "nep49".
-  std::string_view target() const noexcept;
+  [[nodiscard]] std::string_view target() const noexcept;
   // "LIFE" for "LIFE-2" (JUnit classname).
-  std::string_view group() const noexcept;
+  [[nodiscard]] std::string_view group() const noexcept;
   // "LIFE_2": the id as a C++ identifier (the PluginClause enumerator).
-  std::string key() const;
+  [[nodiscard]] std::string key() const;
   // "LIFE_2_InitializeIdempotence": the test name every flavour uses.
-  std::string full_test_name() const;
+  [[nodiscard]] std::string full_test_name() const;
   // The level this clause has for a plugin with these capabilities.
-  Level effective_level(const Capabilities& capabilities) const noexcept;
+  [[nodiscard]] Level effective_level(const Capabilities& capabilities) const noexcept;
   // True unless the clause is optional and its capability is declared absent.
-  bool applies_to(const Capabilities& capabilities) const noexcept;
+  [[nodiscard]] bool applies_to(const Capabilities& capabilities) const noexcept;
 };
 
 class Catalogue {
@@ -65,11 +67,11 @@ class Catalogue {
   static Catalogue parse(std::string_view tsv);
 
   const std::vector<Clause>& clauses() const noexcept { return clauses_; }
-  const Clause* find(std::string_view id) const noexcept;
+  [[nodiscard]] const Clause* find(std::string_view id) const noexcept;
   // The clauses a plugin is certified against, in catalogue order.
-  std::vector<const Clause*> plugin_clauses() const;
+  [[nodiscard]] std::vector<const Clause*> plugin_clauses() const;
   // The clauses a NEP 49 handler is certified against, in catalogue order.
-  std::vector<const Clause*> nep49_clauses() const;
+  [[nodiscard]] std::vector<const Clause*> nep49_clauses() const;
   // From the "# catalogue_version: X" line.
   const std::string& version() const noexcept { return version_; }
 
@@ -79,7 +81,7 @@ class Catalogue {
 };
 
 // The catalogue embedded at build time.
-const Catalogue& catalogue();
+[[nodiscard]] const Catalogue& catalogue();
 // The embedded TSV text, as committed.
 std::string_view catalogue_text() noexcept;
 

@@ -8,7 +8,8 @@
 //   ClauseResult r = evaluate(subject, *catalogue().find("LIFE-2"), backend);
 //   if (r.outcome == Outcome::fail) std::cerr << r.message << '\n';   // "[LIFE-2] ..."
 //
-// A plain value type.
+// A plain value type that owns its text; the Clause it points to is catalogue()'s and lives
+// for the process. No shared state: one thread per object, as for any value.
 #pragma once
 
 #include <optional>
@@ -65,8 +66,8 @@ enum class ResultMeaning {
 [[nodiscard]] std::string_view to_string(ResultMeaning meaning) noexcept;
 
 // `result.message`, or for a result without one its notes joined with "; ".
-std::string summary(const ClauseResult& result);
+[[nodiscard]] std::string summary(const ClauseResult& result);
 // "DEFER-3: host-free deferral not observable on gpu".
-std::string unobserved_note(const ClauseResult& result, const std::string& what);
+[[nodiscard]] std::string unobserved_note(const ClauseResult& result, const std::string& what);
 
 }  // namespace emm::conformance

@@ -26,13 +26,13 @@
 
 namespace emm::conformance {
 
-ClauseResult evaluate(const PluginSubject& subject, const Clause& clause, Backend& backend,
-                      const RunOptions& options = {});
+[[nodiscard]] ClauseResult evaluate(const PluginSubject& subject, const Clause& clause,
+                                    Backend& backend, const RunOptions& options = {});
 
 // The result for a clause that did not run because `backend` cannot run here: not_supported
 // with `reason` ("no GPU: ...").
-ClauseResult backend_not_available(const PluginSubject& subject, const Clause& clause,
-                                   BackendKind backend, std::string_view reason);
+[[nodiscard]] ClauseResult backend_not_available(const PluginSubject& subject, const Clause& clause,
+                                                 BackendKind backend, std::string_view reason);
 
 // The machine the in-process flavours certify on: a fake of two devices, so that the DEV
 // clauses run in a plugin's own test suite (emm-certify's --devices defaults to 1).
@@ -41,7 +41,7 @@ inline constexpr BackendSettings kInProcessBackendSettings{.fake_devices = 2};
 // Decides whether `backend` can run, makes it and evaluates; what every in-process flavour
 // (GoogleTest, Boost.Test) does for one test, on kInProcessBackendSettings, exploring with the
 // seed and budget of the environment when set (EMMKIT_SEED, EMMKIT_BUDGET: exploration.hpp).
-ClauseResult evaluate_on(const PluginSubject& subject, const Clause& clause, BackendKind backend,
-                         const RunOptions& options = {});
+[[nodiscard]] ClauseResult evaluate_on(const PluginSubject& subject, const Clause& clause,
+                                       BackendKind backend, const RunOptions& options = {});
 
 }  // namespace emm::conformance

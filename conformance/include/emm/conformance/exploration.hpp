@@ -9,7 +9,8 @@
 //   emm-certify --plugin libmy.so --seed 7 --budget 200    // nightly: more sequences
 //   Exploration exploration{.seed = 7, .budget = 200};
 //
-// Plain values.
+// Plain values. exploration_from_environment() reads the environment (EMMKIT_SEED,
+// EMMKIT_BUDGET): call it where nothing sets environment variables at the same time.
 #pragma once
 
 #include <cstdint>
@@ -40,13 +41,13 @@ struct Exploration {
 // The sequences per clause a certification runs unless told otherwise: enough that a defect
 // needing a particular size or order shows, few enough that a whole certification stays within
 // its time goal (fake: 0.5 s on 2 cores; gpu: 2 s).
-int default_budget(BackendKind backend) noexcept;
+[[nodiscard]] int default_budget(BackendKind backend) noexcept;
 
 // `base` with what the environment says: EMMKIT_SEED (a whole number) and EMMKIT_BUDGET (1 to
 // kMaxBudget sequences per clause), for the in-process flavours (GoogleTest, Boost.Test), whose
 // command line is the test runner's: a nightly job raises the budget without a rebuild. Throws
 // emm::InvalidArgumentError naming the variable when a value is not a number in range.
-Exploration exploration_from_environment(Exploration base = {});
+[[nodiscard]] Exploration exploration_from_environment(Exploration base = {});
 
 // The shortest failing sequence of host calls the engine found for a clause.
 struct Reproducer {
@@ -66,6 +67,6 @@ struct Reproducer {
 
 // The reproducer as a test runner prints it under a failure: the numbered calls, the seed and
 // budget that replay them, and the code to paste.
-std::string describe(const Reproducer& reproducer);
+[[nodiscard]] std::string describe(const Reproducer& reproducer);
 
 }  // namespace emm::conformance

@@ -26,6 +26,9 @@
 //
 // REG-2 runs over a testing::StrictMock<emm::MockDriver> with no expectations: any driver call
 // made while constructing, probing or destroying a null-context instance fails the test.
+//
+// Thread-safety: the generated tests run on GoogleTest's thread, one at a time (the clauses
+// that run threads start and join their own). Nothing here may be called from other threads.
 #pragma once
 
 #include <gtest/gtest.h>

@@ -7,7 +7,7 @@
 //   timeout        no answer within the time bound
 //   not_run        the clause could not be run at all: the plugin library could not be loaded
 //
-// Plain value type.
+// Plain value type; to_string() and parse_outcome() are pure and may be called from any thread.
 #pragma once
 
 #include <optional>
@@ -18,7 +18,7 @@ namespace emm::conformance {
 enum class Outcome { pass, fail, not_supported, crash, timeout, not_run };
 
 // "pass", "fail", "not_supported", "crash", "timeout", "not_run" (the JSON report's words).
-std::string_view to_string(Outcome outcome) noexcept;
-std::optional<Outcome> parse_outcome(std::string_view text) noexcept;
+[[nodiscard]] std::string_view to_string(Outcome outcome) noexcept;
+[[nodiscard]] std::optional<Outcome> parse_outcome(std::string_view text) noexcept;
 
 }  // namespace emm::conformance

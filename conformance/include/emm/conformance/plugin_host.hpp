@@ -27,7 +27,7 @@ class PluginHost {
   PluginHost& operator=(const PluginHost&) = delete;
 
   // Hermetic options: no environment variables, IPC supported.
-  RuntimeOptions runtime_options() const;
+  [[nodiscard]] RuntimeOptions runtime_options() const;
   // The run's runtime with the plugin registered (created on first use).
   Runtime& runtime();
   // The runtime's device-0 context: created (plugin constructed, initialize() called) on first
@@ -35,7 +35,7 @@ class PluginHost {
   // again, so checks control how often it runs (LIFE-2, PERF-2).
   Context& context();
   // Another runtime over the same driver with the plugin registered (LIFE-4, LIFE-8).
-  std::unique_ptr<Runtime> make_runtime() const;
+  [[nodiscard]] std::unique_ptr<Runtime> make_runtime() const;
   // Closes and destroys runtime(); the next runtime()/context() makes a new one.
   void drop_runtime();
 

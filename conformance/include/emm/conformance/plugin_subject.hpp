@@ -15,7 +15,10 @@
 //   PluginSubject t = subject_from_library(emm::load_plugin("libmy_plugin.so"));
 //
 // host_only_derived is always computed from the type, never taken from what was declared.
-// A value type; copies share the factory.
+// A value type; copies share the factory. A subject made from a library (subject_from_library)
+// may outlive its LoadedPlugin: emm::load_plugin never unloads a library. The subject is
+// immutable and may be read from any thread; calling its factory from several threads at once
+// is as safe as the plugin's constructor is.
 #pragma once
 
 #include <memory>
@@ -35,7 +38,8 @@ struct PluginDescription {
   Capabilities capabilities;
   std::string defer_cleanup_behaviour;
 
-  static PluginDescription from(const PluginDeclaration& declaration, std::string path = {});
+  [[nodiscard]] static PluginDescription from(const PluginDeclaration& declaration,
+                                              std::string path = {});
 };
 
 struct PluginSubject {
@@ -75,7 +79,7 @@ constexpr PluginDeclaration declaration() {
 }  // namespace subject_detail
 
 template <class Traits>
-PluginSubject subject_from_traits() {
+[[nodiscard]] PluginSubject subject_from_traits() {
   using Plugin = typename Traits::Plugin;
   static_assert(std::is_base_of_v<BaseCUDAMemoryManager, Plugin>,
                 "Traits::Plugin must derive from emm::BaseCUDAMemoryManager");
@@ -98,7 +102,7 @@ PluginSubject subject_from_traits() {
       std::move(factory)};
 }
 
-inline PluginSubject subject_from_library(const LoadedPlugin& plugin) {
+[[nodiscard]] inline PluginSubject subject_from_library(const LoadedPlugin& plugin) {
   return PluginSubject{PluginDescription::from(plugin.declaration(), plugin.path),
                        plugin.factory()};
 }
