@@ -31,7 +31,8 @@ endif()
 # The fake machine gets two devices unless ARGS says otherwise, so that the DEV clauses run
 # (with one device they are not_supported, with a note).
 if(EMM_THREAD_SANITIZER)
-  # The clauses whose threads meet inside the plugin (runs_threads(), check_registry.hpp);
+  # The clauses whose threads meet inside the plugin (the trait `threads` of catalogue.tsv; a test
+  # of suites/conformance keeps this list equal to it);
   # emm-certify runs the instrumented library with ThreadSanitizer's runtime, and a race it
   # reports fails the clause that ran.
   list(PREPEND _extra --only ALLOC-10,LIFE-8)

@@ -117,51 +117,72 @@ TEST(GoldenList, TheTypedSuiteHasOneTestPerPluginClauseNamedFromTheCatalogue) {
 TEST(CatalogueParse, RejectsMalformedInputNamingTheLine) {
   const std::string header =
       "# catalogue_version: "
-      "9\nid\tlevel\ttarget\toptional\tdeclared_level\ttest_name\ttitle\tsource\n";
-  EMM_EXPECT_THROW(Error, Catalogue::parse(header + "X-1\tMUST\tplugin\t-\t-\tName\tTitle\n"),
-                   "conformance catalogue line 3: expected 8 tab-separated fields, found 7");
+      "9\nid\tlevel\ttarget\toptional\tdeclared_level\ttraits\ttest_name\ttitle\tsource\n";
+  EMM_EXPECT_THROW(Error, Catalogue::parse(header + "X-1\tMUST\tplugin\t-\t-\t-\tName\tTitle\n"),
+                   "conformance catalogue line 3: expected 9 tab-separated fields, found 8");
   EMM_EXPECT_THROW(Error,
-                   Catalogue::parse(header + "X-1\tMAYBE\tplugin\t-\t-\tName\tTitle\tSource\n"),
+                   Catalogue::parse(header + "X-1\tMAYBE\tplugin\t-\t-\t-\tName\tTitle\tSource\n"),
                    "conformance catalogue line 3: bad level 'MAYBE'");
   EMM_EXPECT_THROW(Error,
-                   Catalogue::parse(header + "X-1\tMUST\tdevice\t-\t-\tName\tTitle\tSource\n"),
+                   Catalogue::parse(header + "X-1\tMUST\tdevice\t-\t-\t-\tName\tTitle\tSource\n"),
                    "conformance catalogue line 3: bad target 'device'");
   EMM_EXPECT_THROW(Error,
-                   Catalogue::parse(header + "X-1\tMUST\tplugin\tgpu\t-\tName\tTitle\tSource\n"),
+                   Catalogue::parse(header + "X-1\tMUST\tplugin\tgpu\t-\t-\tName\tTitle\tSource\n"),
                    "conformance catalogue line 3: bad optional capability 'gpu' (not in "
                    "emm::kCapabilityFields)");
   EMM_EXPECT_THROW(Error,
-                   Catalogue::parse(header + "x1\tMUST\tplugin\t-\t-\tName\tTitle\tSource\n"),
+                   Catalogue::parse(header + "x1\tMUST\tplugin\t-\t-\t-\tName\tTitle\tSource\n"),
                    "conformance catalogue line 3: bad clause id 'x1'");
   EMM_EXPECT_THROW(Error,
-                   Catalogue::parse(header + "X-1\tMUST\tplugin\t-\t-\tName\tTitle\tSource\n"
-                                             "X-1\tMUST\tplugin\t-\t-\tName\tTitle\tSource\n"),
+                   Catalogue::parse(header + "X-1\tMUST\tplugin\t-\t-\t-\tName\tTitle\tSource\n"
+                                             "X-1\tMUST\tplugin\t-\t-\t-\tName\tTitle\tSource\n"),
                    "conformance catalogue line 4: duplicate clause id X-1");
   EMM_EXPECT_THROW(Error,
-                   Catalogue::parse(header + "X-1\tMUST\tnep49\t-\t-\tName\tTitle\tSource\n"),
+                   Catalogue::parse(header + "X-1\tMUST\tnep49\t-\t-\t-\tName\tTitle\tSource\n"),
                    "conformance catalogue line 3: a nep49 clause has an id NEP49-<n> and no "
                    "optional capability (X-1)");
   EMM_EXPECT_THROW(Error,
-                   Catalogue::parse(header + "9X-1\tMUST\tplugin\t-\t-\tName\tTitle\tSource\n"),
+                   Catalogue::parse(header + "9X-1\tMUST\tplugin\t-\t-\t-\tName\tTitle\tSource\n"),
                    "conformance catalogue line 3: bad clause id '9X-1'");
-  const Catalogue two = Catalogue::parse(header + "NEP49-1\tMUST\tnep49\t-\t-\tName\tT\tS\n");
+  const Catalogue two = Catalogue::parse(header + "NEP49-1\tMUST\tnep49\t-\t-\t-\tName\tT\tS\n");
   EXPECT_EQ(two.nep49_clauses().size(), 1u);
   EXPECT_TRUE(two.plugin_clauses().empty());
   EMM_EXPECT_THROW(
       Error,
-      Catalogue::parse(header + "X-1\tMUST\tplugin\t-\t-\tname with spaces\tTitle\tSource\n"),
+      Catalogue::parse(header + "X-1\tMUST\tplugin\t-\t-\t-\tname with spaces\tTitle\tSource\n"),
       "conformance catalogue line 3: test_name 'name with spaces' of X-1 is not CamelCase letters "
       "and digits");
   EMM_EXPECT_THROW(
       Error,
-      Catalogue::parse("id\tlevel\ttarget\toptional\tdeclared_level\ttest_name\ttitle\tsource\n"),
+      Catalogue::parse(
+          "id\tlevel\ttarget\toptional\tdeclared_level\ttraits\ttest_name\ttitle\tsource\n"),
       "conformance catalogue: no '# catalogue_version:' line");
+  EMM_EXPECT_THROW(
+      Error,
+      Catalogue::parse(header + "X-1\tMUST\tplugin\t-\t-\tthreads,fast\tName\tTitle\tSource\n"),
+      "conformance catalogue line 3: bad trait 'fast' (threads, destroys_contexts, imports or "
+      "devices=N with N from 2 to 8) for X-1");
+  EMM_EXPECT_THROW(
+      Error, Catalogue::parse(header + "X-1\tMUST\tplugin\t-\t-\tdevices=1\tName\tTitle\tSource\n"),
+      "conformance catalogue line 3: bad trait 'devices=1' (threads, destroys_contexts, imports "
+      "or devices=N with N from 2 to 8) for X-1");
+  const Catalogue traits = Catalogue::parse(
+      header +
+      "X-1\tMUST\tplugin\t-\t-\timports,devices=3,threads,destroys_contexts\tName\tT\tS\n");
+  ASSERT_EQ(traits.clauses().size(), 1u);
+  EXPECT_TRUE(traits.clauses()[0].imports_elsewhere);
+  EXPECT_TRUE(traits.clauses()[0].runs_threads);
+  EXPECT_TRUE(traits.clauses()[0].destroys_contexts);
+  EXPECT_EQ(traits.clauses()[0].devices, 3);
   const Catalogue ok =
-      Catalogue::parse(header + "X-1\tSHOULD\thost+plugin\tipc\tMUST\tName\tT\tS\n");
+      Catalogue::parse(header + "X-1\tSHOULD\thost+plugin\tipc\tMUST\t-\tName\tT\tS\n");
   ASSERT_EQ(ok.clauses().size(), 1u);
   EXPECT_EQ(ok.clauses()[0].full_test_name(), "X_1_Name");
   EXPECT_EQ(ok.clauses()[0].group(), "X");
   EXPECT_EQ(ok.version(), "9");
+  EXPECT_FALSE(ok.clauses()[0].runs_threads || ok.clauses()[0].destroys_contexts ||
+               ok.clauses()[0].imports_elsewhere);
+  EXPECT_EQ(ok.clauses()[0].devices, 1);
 }
 
 }  // namespace

@@ -4,7 +4,8 @@
 //
 // Findings (abort): any exception but emm::Error; an accepted catalogue whose clauses are not
 // what parse() promises (find() does not return a clause by its id, a clause for neither the
-// host nor plugins, plugin_clauses() listing a clause that is not for plugins).
+// host, nor plugins, nor NEP 49 handlers; a device count from its traits outside 1..8;
+// plugin_clauses() listing a clause that is not for plugins).
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -28,8 +29,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (found == nullptr || found->id != clause.id) {
       emm::fuzz::finding("find(\"" + clause.id + "\") does not return that clause");
     }
-    if (!clause.host && !clause.plugin) {
-      emm::fuzz::finding(clause.id + " is checked neither on the host nor on plugins");
+    if (!clause.host && !clause.plugin && !clause.nep49) {
+      emm::fuzz::finding(clause.id + " is checked neither on the host, nor on plugins, nor on "
+                                     "NEP 49 handlers");
+    }
+    if (clause.devices < 1 || clause.devices > 8) {
+      emm::fuzz::finding(clause.id + " needs " + std::to_string(clause.devices) + " devices");
     }
     // What the writers and the generator derive from a clause must not fail either.
     (void)clause.full_test_name();

@@ -16,11 +16,16 @@
 namespace emm::conformance::checks {
 namespace {
 
-void require_two_devices(ClauseRun& run) {
+// The devices the clause needs (the catalogue's trait devices=N: two for every DEV clause).
+void require_devices(ClauseRun& run) {
   const int count = run.backend().device_count();
-  if (count < 2) {
-    run.backend_cannot_run(str("needs two devices; ", count, " present"),
-                           str("a second device (", count, " present)"));
+  const int needed = run.clause().devices;
+  if (count < needed) {
+    run.backend_cannot_run(
+        needed == 2 ? str("needs two devices; ", count, " present")
+                    : str("needs ", needed, " devices; ", count, " present"),
+        needed == 2 ? str("a second device (", count, " present)")
+                    : str(needed, " devices (", count, " present)"));
   }
   run.record("devices", static_cast<std::size_t>(count));
 }
@@ -112,7 +117,7 @@ void expect_intact(ClauseRun& run, Context& owner, const std::vector<Held>& held
 // allocated in; initialize() and reset() of one context leave the other's memory live and
 // unchanged, and both instances keep working.
 EMM_CHECK(DEV_1) {
-  require_two_devices(run);
+  require_devices(run);
   Context& zero = context_on(run, 0);
   Context& one = context_on(run, 1);
   if (&zero.memory_manager() == &one.memory_manager()) {
@@ -172,7 +177,7 @@ EMM_CHECK(DEV_1) {
 // DEV-2: memalloc allocates on the current context's device — for each device, whichever was
 // used first, and when the contexts take turns.
 EMM_CHECK(DEV_2) {
-  require_two_devices(run);
+  require_devices(run);
   // Device 1's context is made first, so that a plugin that sets itself up for "the" device at
   // its first initialize() shows it at once.
   Context& one = context_on(run, 1);
@@ -214,7 +219,7 @@ EMM_CHECK(DEV_2) {
 // one device lowers that device's free figure and not the other's.
 EMM_CHECK(DEV_3) {
   run.require_capability();
-  require_two_devices(run);
+  require_devices(run);
   Context& zero = context_on(run, 0);
   Context& one = context_on(run, 1);
   const std::array<Context*, 2> contexts{&zero, &one};
@@ -256,7 +261,7 @@ EMM_CHECK(DEV_3) {
 // (staged: the copy is allocated through the importing context's plugin, spec 2.8).
 EMM_CHECK(DEV_4) {
   run.require_capability();
-  require_two_devices(run);
+  require_devices(run);
   context_on(run, 0);
   Context& one = context_on(run, 1);
   constexpr std::size_t kSize = 64 * KiB + 7;

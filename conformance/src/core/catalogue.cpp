@@ -9,15 +9,40 @@
 namespace emm::conformance {
 namespace {
 
-constexpr std::size_t kColumns = 8;
+constexpr std::size_t kColumns = 9;
 constexpr std::string_view kHeader =
-    "id\tlevel\ttarget\toptional\tdeclared_level\ttest_name\ttitle\tsource";
+    "id\tlevel\ttarget\toptional\tdeclared_level\ttraits\ttest_name\ttitle\tsource";
 constexpr std::string_view kVersionTag = "# catalogue_version:";
 
 std::string_view trim(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\r')) text.remove_prefix(1);
   while (!text.empty() && (text.back() == ' ' || text.back() == '\r')) text.remove_suffix(1);
   return text;
+}
+
+// The traits column: "-" or comma-separated names (catalogue.tsv's header says which); "" when
+// they are all known and set on `clause`, else what is wrong.
+std::string parse_traits(std::string_view text, Clause& clause) {
+  if (text == "-") return "";
+  while (true) {
+    const std::size_t comma = text.find(',');
+    const std::string_view trait = text.substr(0, comma);
+    if (trait == "threads") {
+      clause.runs_threads = true;
+    } else if (trait == "destroys_contexts") {
+      clause.destroys_contexts = true;
+    } else if (trait == "imports") {
+      clause.imports_elsewhere = true;
+    } else if (trait.starts_with("devices=") && trait.size() == 9 && trait[8] >= '2' &&
+               trait[8] <= '8') {
+      clause.devices = trait[8] - '0';
+    } else {
+      return "bad trait '" + std::string(trait) +
+             "' (threads, destroys_contexts, imports or devices=N with N from 2 to 8)";
+    }
+    if (comma == std::string_view::npos) return "";
+    text.remove_prefix(comma + 1);
+  }
 }
 
 std::vector<std::string_view> split_tabs(std::string_view line) {
@@ -167,9 +192,12 @@ Catalogue Catalogue::parse(std::string_view tsv) {
         malformed(line_number, "declared_level needs a level and an optional capability");
       }
     }
-    clause.test_name = std::string(f[5]);
-    clause.title = std::string(f[6]);
-    clause.source = std::string(f[7]);
+    if (const std::string wrong = parse_traits(f[5], clause); !wrong.empty()) {
+      malformed(line_number, wrong + " for " + clause.id);
+    }
+    clause.test_name = std::string(f[6]);
+    clause.title = std::string(f[7]);
+    clause.source = std::string(f[8]);
     if (clause.nep49 && (clause.group() != "NEP49" || clause.optional != nullptr)) {
       malformed(line_number, "a nep49 clause has an id NEP49-<n> and no optional capability (" +
                                  clause.id + ")");

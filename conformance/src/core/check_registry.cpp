@@ -39,24 +39,4 @@ std::optional<PluginClause> plugin_clause(std::string_view id) noexcept {
   return entry->key;
 }
 
-bool destroys_contexts(const Clause& clause) noexcept {
-  // The only body that calls Backend::destroy_released_contexts() (life_checks.cpp). A body
-  // that started to without being listed here would cost a worker replacement, not a verdict.
-  return plugin_clause(clause.id) == PluginClause::LIFE_8;
-}
-
-bool imports_in_another_process(const Clause& clause) noexcept {
-  // ipc_checks.cpp (import_elsewhere() in check_helpers) and device_checks.cpp.
-  const std::optional<PluginClause> key = plugin_clause(clause.id);
-  return key == PluginClause::IPC_1 || key == PluginClause::IPC_2 || key == PluginClause::DEV_4;
-}
-
-bool runs_threads(const Clause& clause) noexcept {
-  // The properties whose commands run threads at once (engine/commands.cpp): ALLOC-10's
-  // `threads` (and its fixed scenario), and `reset_releasing` (reset() while other threads drop
-  // references) of ALLOC-10 and LIFE-8.
-  const std::optional<PluginClause> key = plugin_clause(clause.id);
-  return key == PluginClause::ALLOC_10 || key == PluginClause::LIFE_8;
-}
-
 }  // namespace emm::conformance

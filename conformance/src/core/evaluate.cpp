@@ -36,7 +36,7 @@ ClauseResult evaluate(const PluginSubject& subject, const Clause& clause, Backen
   }
   // Finalizers may report into Diagnostics; keep them off the console (checks read them).
   Diagnostics::Capture quiet(true);
-  backend.interleave_threads(runs_threads(clause));
+  backend.interleave_threads(clause.runs_threads);
   try {
     ClauseRun run(clause, subject, backend, options);
     try {

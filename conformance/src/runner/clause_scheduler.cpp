@@ -173,7 +173,7 @@ std::vector<std::size_t> run_order(const std::vector<ClauseJob>& jobs, BackendKi
     if (jobs[i].backend == backend) order.push_back(i);
   }
   std::stable_partition(order.begin(), order.end(),
-                        [&jobs](std::size_t i) { return !destroys_contexts(*jobs[i].clause); });
+                        [&jobs](std::size_t i) { return !jobs[i].clause->destroys_contexts; });
   return order;
 }
 
@@ -322,7 +322,7 @@ std::string plugin_file(const SchedulerSettings& settings) {
 // A worker, the clauses it answers one after another and the one it is answering. Several lanes
 // run side by side on the fake backend (SchedulerSettings::parallel_fake); the gpu has one, since
 // its memory figures are device-wide. The first lane gets the clauses that run threads
-// (runs_threads(): ALLOC-10 and LIFE-8, the longest on the fake, which keep a core busy beside
+// (the catalogue trait `threads`: ALLOC-10 and LIFE-8, the longest on the fake, which keep a core busy beside
 // their own), the others share the rest in turn; each lane keeps the run order. Which clauses
 // share a process never depends on timing, so a crash that needs an earlier clause's leftovers
 // in the plugin's process is reproducible.
@@ -367,7 +367,7 @@ class WorkerLanes {
       position_[order[i]] = i;
       const std::size_t others = lanes_.size() - 1;
       const std::size_t lane =
-          others == 0 || runs_threads(*jobs[order[i]].clause) ? 0 : 1 + turn++ % others;
+          others == 0 || jobs[order[i]].clause->runs_threads ? 0 : 1 + turn++ % others;
       lanes_[lane].queue.push_back(order[i]);
     }
   }
@@ -470,10 +470,10 @@ class WorkerLanes {
       try {
         // Whether a clause left for this worker imports in another process.
         const bool will_import =
-            imports_in_another_process(*job.clause) ||
+            job.clause->imports_elsewhere ||
             std::any_of(
                 lane.queue.begin() + static_cast<std::ptrdiff_t>(lane.next), lane.queue.end(),
-                [this](std::size_t i) { return imports_in_another_process(*jobs_[i].clause); });
+                [this](std::size_t i) { return jobs_[i].clause->imports_elsewhere; });
         const SchedulerSettings& settings = settings_;
         const BackendKind backend = backend_;
         lane.worker.emplace(ChildProcess::fork(

@@ -10,8 +10,9 @@
 //   OUTPUT_DIR/include/emm/conformance/nep49_clauses.hpp   the same for the NEP 49 handler
 //       clauses: Nep49Clause and EMM_NEP49_CLAUSES(X);
 //   OUTPUT_DIR/catalogue_data.cpp   the TSV's bytes, which catalogue() parses at run time;
-//   OUTPUT_DIR/clause_ids.cmake     EMM_HOST_CLAUSE_IDS, EMM_PLUGIN_CLAUSE_IDS and
-//       EMM_NEP49_CLAUSE_IDS for CMake tests.
+//   OUTPUT_DIR/clause_ids.cmake     EMM_HOST_CLAUSE_IDS, EMM_PLUGIN_CLAUSE_IDS,
+//       EMM_NEP49_CLAUSE_IDS and EMM_THREAD_CLAUSE_IDS (plugin clauses with the trait `threads`)
+//       for CMake tests.
 // The TSV is parsed with the library's own Catalogue::parse, so a malformed catalogue fails the
 // build with the parser's message.
 #include <filesystem>
@@ -131,6 +132,11 @@ std::string clause_ids_cmake(const Catalogue& catalogue) {
   }
   m << "set(EMM_NEP49_CLAUSE_IDS";
   for (const Clause* clause : catalogue.nep49_clauses()) m << ' ' << clause->id;
+  m << ")\n";
+  m << "set(EMM_THREAD_CLAUSE_IDS";
+  for (const Clause* clause : catalogue.plugin_clauses()) {
+    if (clause->runs_threads) m << ' ' << clause->id;
+  }
   m << ")\n";
   return m.str();
 }

@@ -43,7 +43,12 @@ struct Clause {
   // The declared capability (kCapabilityFields) whose absence allows not_supported.
   const CapabilityField* optional = nullptr;
   std::optional<Level> declared_level;  // level when `optional` is declared (ALLOC-10: MUST)
-  std::string test_name;                // "InitializeIdempotence"
+  // The traits column: what the runner must know of the clause's check (catalogue.tsv).
+  bool runs_threads = false;       // several threads at once (ALLOC-10, LIFE-8)
+  bool destroys_contexts = false;  // destroys the process's CUDA contexts (LIFE-8)
+  bool imports_elsewhere = false;  // opens IPC handles in another process (IPC-1, IPC-2, DEV-4)
+  int devices = 1;                 // devices it needs (DEV-*: 2)
+  std::string test_name;           // "InitializeIdempotence"
   std::string title;
   std::string source;  // NBEP 7 / Numba EMM docs section
 

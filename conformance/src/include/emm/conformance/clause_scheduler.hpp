@@ -6,8 +6,8 @@
 // Isolation (certify_cli.hpp):
 //   backend     worker processes load the plugin and run a backend's clauses one after another,
 //               in a fixed order (a crash is reproducible): the order given, except that a
-//               clause which destroys the process's CUDA contexts (LIFE-8, destroys_contexts()
-//               in check_registry.hpp) runs last. One worker on a GPU; on the fake two side by
+//               clause which destroys the process's CUDA contexts (LIFE-8: the catalogue's
+//               trait destroys_contexts) runs last. One worker on a GPU; on the fake two side by
 //               side, the clauses that run threads in one and the rest in the other (fixed, and
 //               published in the order). After a crash, a timeout or an answer it cannot trust a
 //               worker is killed and a new one takes its remaining clauses, so a crash costs
