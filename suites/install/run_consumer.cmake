@@ -119,6 +119,27 @@ run_step(core_build "${CMAKE_COMMAND}" --build "${_build_core}")
 run_step(core_run "${_build_core}/emmkit_consumer")
 run_certification_tests(core "${_build_core}")
 
+# --- COMPONENTS nep49 alone: a NEP 49 handler's project, with no CUDA Toolkit findable --------
+set(_build_nep49 "${WORK_DIR}/build-nep49")
+set(_configure_nep49 ${_configure_common})
+list(TRANSFORM _configure_nep49 REPLACE "^${CONSUMER_SOURCE_DIR}$"
+     "${CONSUMER_SOURCE_DIR}/../nep49_consumer")
+run_step(nep49_configure "${CMAKE_COMMAND}" -B "${_build_nep49}" ${_configure_nep49}
+         ${_no_test_frameworks} -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON
+         -DCMAKE_DISABLE_FIND_PACKAGE_rapidcheck=ON -DCMAKE_DISABLE_FIND_PACKAGE_Threads=ON)
+check_package_location("${_build_nep49}")
+run_step(nep49_build "${CMAKE_COMMAND}" --build "${_build_nep49}")
+include("${_build_nep49}/nep49_paths.cmake")
+run_step(nep49_certify "${NEP49_CERTIFY}" --nep49-library "${CONSUMER_HANDLER}" --backend fake
+         --json "${WORK_DIR}/nep49_certificate.json")
+file(READ "${WORK_DIR}/nep49_certificate.json" _report)
+string(JSON _nep49_verdict GET "${_report}" verdict)
+if(NOT _nep49_verdict MATCHES "^CERTIFIED")
+  message(FATAL_ERROR "install_consumer: the NEP 49 handler's report says '${_nep49_verdict}'")
+endif()
+message(STATUS "install_consumer: COMPONENTS nep49 without the CUDA Toolkit: the handler was "
+               "built and certified (${_nep49_verdict})")
+
 # --- COMPONENTS gtest without GoogleTest: find_package must say what is missing -------------
 execute_process(COMMAND "${CMAKE_COMMAND}" -B "${WORK_DIR}/build-no-gtest" ${_configure_common}
                         -DCONSUMER_FLAVOUR=gtest ${_no_test_frameworks}
