@@ -52,6 +52,8 @@ def main():
     parser.add_argument("--handlers", required=True, help="directory of the zoo's libraries")
     parser.add_argument("--modules", required=True, help="directory of the zoo's modules")
     parser.add_argument("--work-dir", required=True)
+    parser.add_argument("--schema", help="docs/report.schema.json: the report must validate "
+                                         "(needs python3-jsonschema)")
     args = parser.parse_args()
 
     row = read_manifest(args.manifest)[args.test]
@@ -82,6 +84,24 @@ def main():
     except (OSError, ValueError) as error:
         print(f"known_bad_nep49.{args.test}: no readable JSON report: {error}\n{context}")
         return 1
+    if args.schema:
+        try:
+            import jsonschema
+        except ImportError:
+            print(f"known_bad_nep49.{args.test}: python3 jsonschema is not installed "
+                  "(scripts/setup.sh installs python3-jsonschema)")
+            return 1
+        with open(args.schema, encoding="utf-8") as schema_file:
+            schema = json.load(schema_file)
+        try:
+            jsonschema.validate(report, schema)
+        except jsonschema.ValidationError as error:
+            failures.append(f"the JSON report does not validate against {args.schema}: "
+                            f"{error.message} (at {list(error.absolute_path)})")
+    expect(report.get("subject") == "nep49_handler",
+           f"expected the report's subject 'nep49_handler', got {report.get('subject')!r}")
+    expect("capabilities" not in report.get("plugin", {}),
+           "a NEP 49 handler's report carries EMM plugin capabilities")
     certified = row["verdict"] == "CERTIFIED"
     expect(run.returncode == (0 if certified else 1),
            f"expected exit code {0 if certified else 1} ({row['verdict']}), got {run.returncode}")

@@ -156,7 +156,7 @@ bool write_file(const std::string& path, const std::string& text, std::ostream& 
   return true;
 }
 
-// Every (clause, backend) of a certification whose plugin could not be loaded: not_run.
+// Every (clause, backend) of a certification whose subject could not be loaded: not_run.
 std::vector<ClauseResult> not_run(const std::vector<const Clause*>& clauses,
                                   const std::vector<BackendKind>& backends,
                                   const std::string& cause) {
@@ -168,7 +168,8 @@ std::vector<ClauseResult> not_run(const std::vector<const Clause*>& clauses,
       result.backend = backend;
       result.level = clause->level;
       result.outcome = Outcome::not_run;
-      result.message = "[" + clause->id + "] not run: the plugin could not be loaded: " + cause;
+      result.message = "[" + clause->id + "] not run: the " +
+                       (clause->nep49 ? "handler" : "plugin") + " could not be loaded: " + cause;
       results.push_back(std::move(result));
     }
   }
@@ -297,6 +298,7 @@ int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
 
   const bool report_loaded = probe.loaded;
   CertificationReport report;
+  report.subject = nep49 ? SubjectKind::nep49_handler : SubjectKind::emm_plugin;
   report.kit_version = kKitVersion;
   report.catalogue_version = catalogue().version();
   if (!probe.loaded) {

@@ -183,6 +183,11 @@ std::string last_output(const std::string& output) {
   return tail.empty() ? "" : "; last output: " + tail;
 }
 
+// "the plugin", or "the handler" for a NEP 49 clause (whose subject is always a handler).
+std::string the_subject(const ClauseJob& job) {
+  return job.clause->nep49 ? "the handler" : "the plugin";
+}
+
 ClauseResult failure(const ClauseJob& job, Outcome outcome, const std::string& what,
                      std::string output, double duration_ms) {
   ClauseResult result;
@@ -245,11 +250,11 @@ std::optional<ChildAnswer> accept(std::string_view payload, const ClauseJob& job
 ClauseResult from_answer(const ClauseJob& job, ChildAnswer answer, std::string output,
                          double duration_ms) {
   if (answer.kind == ChildAnswer::Kind::load_failure) {
-    return failure(job, Outcome::crash,
-                   "the process running the plugin could not load it, although the probe "
-                   "before the clauses did: " +
-                       answer.load_failure,
-                   std::move(output), duration_ms);
+    return failure(
+        job, Outcome::crash,
+        "the process running " + the_subject(job) +
+            " could not load it, although the probe before the clauses did: " + answer.load_failure,
+        std::move(output), duration_ms);
   }
   answer.result.output = std::move(output);
   return std::move(answer.result);
@@ -279,14 +284,14 @@ ClauseResult ended_without_answer(const ClauseJob& job, const ChildEnd& end, std
                                   const std::string& why_shorter = "") {
   switch (end.kind) {
     case ChildEnd::Kind::timed_out:
-      return failure(job, Outcome::timeout,
-                     "no answer within " +
-                         seconds_text(timeout.count() > 0 ? timeout : settings.timeout) +
-                         why_shorter + ": the plugin hangs (its process group was killed)",
-                     std::move(output), end.duration_ms);
+      return failure(
+          job, Outcome::timeout,
+          "no answer within " + seconds_text(timeout.count() > 0 ? timeout : settings.timeout) +
+              why_shorter + ": " + the_subject(job) + " hangs (its process group was killed)",
+          std::move(output), end.duration_ms);
     case ChildEnd::Kind::signaled:
       return failure(job, Outcome::crash,
-                     "the plugin crashed the process: " + describe_signal(end.signal),
+                     the_subject(job) + " crashed the process: " + describe_signal(end.signal),
                      std::move(output), end.duration_ms);
     case ChildEnd::Kind::exited:
       // Any status may be the plugin's own exit(); the child's own news comes as an answer.
@@ -295,8 +300,8 @@ ClauseResult ended_without_answer(const ClauseJob& job, const ChildEnd& end, std
       if (end.exit_status == kExitChannelLost) {
         return failure(job, Outcome::crash,
                        "the process ended (exit status " + std::to_string(end.exit_status) +
-                           ") without reporting a result; it gives up with that status when "
-                           "the plugin closed or replaced the process's result channel",
+                           ") without reporting a result; it gives up with that status when " +
+                           the_subject(job) + " closed or replaced the process's result channel",
                        std::move(output), end.duration_ms);
       }
       return failure(job, Outcome::crash,
@@ -322,10 +327,10 @@ std::string plugin_file(const SchedulerSettings& settings) {
 // A worker, the clauses it answers one after another and the one it is answering. Several lanes
 // run side by side on the fake backend (SchedulerSettings::parallel_fake); the gpu has one, since
 // its memory figures are device-wide. The first lane gets the clauses that run threads
-// (the catalogue trait `threads`: ALLOC-10 and LIFE-8, the longest on the fake, which keep a core busy beside
-// their own), the others share the rest in turn; each lane keeps the run order. Which clauses
-// share a process never depends on timing, so a crash that needs an earlier clause's leftovers
-// in the plugin's process is reproducible.
+// (the catalogue trait `threads`: ALLOC-10 and LIFE-8, the longest on the fake, which keep a core
+// busy beside their own), the others share the rest in turn; each lane keeps the run order. Which
+// clauses share a process never depends on timing, so a crash that needs an earlier clause's
+// leftovers in the plugin's process is reproducible.
 struct Lane {
   std::vector<std::size_t> queue;  // job indices, in run order
   std::size_t next = 0;            // the position in queue of the next clause to hand out
@@ -433,7 +438,8 @@ class WorkerLanes {
             jobs_[index], Outcome::not_run,
             "not run: " + std::to_string(lane.fresh_hangs) +
                 " fresh processes in a row hung before answering any clause (" + lane.hung_in +
-                "), so loading the plugin or its initialize() does not return; the clauses "
+                "), so loading " + the_subject(jobs_[index]) +
+                " or its initialize() does not return; the clauses "
                 "left to that worker of the " +
                 std::string(to_string(backend_)) + " backend were not run (fix the hang first)",
             "", 0.0);
@@ -471,9 +477,9 @@ class WorkerLanes {
         // Whether a clause left for this worker imports in another process.
         const bool will_import =
             job.clause->imports_elsewhere ||
-            std::any_of(
-                lane.queue.begin() + static_cast<std::ptrdiff_t>(lane.next), lane.queue.end(),
-                [this](std::size_t i) { return jobs_[i].clause->imports_elsewhere; });
+            std::any_of(lane.queue.begin() + static_cast<std::ptrdiff_t>(lane.next),
+                        lane.queue.end(),
+                        [this](std::size_t i) { return jobs_[i].clause->imports_elsewhere; });
         const SchedulerSettings& settings = settings_;
         const BackendKind backend = backend_;
         lane.worker.emplace(ChildProcess::fork(
@@ -523,17 +529,16 @@ class WorkerLanes {
           if (!reusable) retire(lane);
           break;
         }
-        results_[index] =
-            failure(job, Outcome::crash,
-                    "the process running the plugin sent " + problem + " (the worker was replaced)",
-                    std::move(output), elapsed);
+        results_[index] = failure(job, Outcome::crash,
+                                  "the process running " + the_subject(job) + " sent " + problem +
+                                      " (the worker was replaced)",
+                                  std::move(output), elapsed);
         retire(lane);
         break;
       case FrameWait::Status::garbage:
         results_[index] = failure(job, Outcome::crash,
-                                  "the process running the plugin wrote garbage on its result "
-                                  "channel (" +
-                                      wait.problem + ")",
+                                  "the process running " + the_subject(job) +
+                                      " wrote garbage on its result channel (" + wait.problem + ")",
                                   std::move(output), elapsed);
         retire(lane);
         break;
@@ -597,10 +602,10 @@ ClauseResult finish(const ClauseJob& job, Running& running, const SchedulerSetti
         return from_answer(job, std::move(*answer), std::move(output), end.duration_ms);
       }
     }
-    return failure(
-        job, Outcome::crash,
-        "the process running the plugin did not send exactly one result (" + problem + ")",
-        std::move(output), end.duration_ms);
+    return failure(job, Outcome::crash,
+                   "the process running " + the_subject(job) +
+                       " did not send exactly one result (" + problem + ")",
+                   std::move(output), end.duration_ms);
   }
   return ended_without_answer(job, end, std::move(output), settings);
 }

@@ -33,36 +33,43 @@ std::string to_html(const Certificate& certificate) {
   html << "<p class=\"verdict " << verdict_class(verdict) << "\" id=\"verdict\">"
        << html_text(verdict.line()) << "</p>\n";
   html << "<p>" << html_text(covered(report)) << ".</p>\n";
+  const bool handler = report.subject == SubjectKind::nep49_handler;
   if (!report.plugin_loaded) {
-    html << "<p class=\"problem\">The plugin could not be loaded: "
-         << html_text(report.load_failure) << "</p>\n";
+    html << "<p class=\"problem\">The " << subject_noun(report.subject)
+         << " could not be loaded: " << html_text(report.load_failure) << "</p>\n";
   }
 
-  html << "<h2>Plugin</h2>\n<table class=\"facts\">\n";
+  html << (handler ? "<h2>NEP 49 handler</h2>\n" : "<h2>Plugin</h2>\n")
+       << "<table class=\"facts\">\n";
   auto fact = [&html](std::string_view name, const std::string& value) {
     html << "<tr><th>" << name << "</th><td>" << html_text(value) << "</td></tr>\n";
   };
   fact("Name", plugin.name);
-  fact("Library", plugin.path);
-  fact("Interface version", report.plugin.interface_version
-                                ? std::to_string(*report.plugin.interface_version)
-                                : std::string("unknown"));
-  fact("defer_cleanup behaviour", plugin.defer_cleanup_behaviour.empty()
-                                      ? std::string("(not documented)")
-                                      : plugin.defer_cleanup_behaviour);
+  fact(handler ? "Handler" : "Library", plugin.path);
+  if (!handler) {
+    fact("Interface version", report.plugin.interface_version
+                                  ? std::to_string(*report.plugin.interface_version)
+                                  : std::string("unknown"));
+    fact("defer_cleanup behaviour", plugin.defer_cleanup_behaviour.empty()
+                                        ? std::string("(not documented)")
+                                        : plugin.defer_cleanup_behaviour);
+  }
   fact("Kit version", report.kit_version);
   fact("Catalogue version", report.catalogue_version);
   for (const BackendStatus& b : report.backends) {
     fact("Backend " + std::string(to_string(b.kind)),
          b.ran ? "ran on " + b.device : "not run: " + b.reason);
   }
-  html << "</table>\n<h2>Declared capabilities</h2>\n<ul class=\"capabilities\">\n";
-  for (const CapabilityField& field : kCapabilityFields) {
-    const bool yes = declared(plugin.capabilities, field);
-    html << "<li class=\"" << (yes ? "yes" : "no") << "\" title=\"" << html_text(field.meaning)
-         << "\">" << field.name << ": " << (yes ? "yes" : "no") << "</li>\n";
+  html << "</table>\n";
+  if (!handler) {
+    html << "<h2>Declared capabilities</h2>\n<ul class=\"capabilities\">\n";
+    for (const CapabilityField& field : kCapabilityFields) {
+      const bool yes = declared(plugin.capabilities, field);
+      html << "<li class=\"" << (yes ? "yes" : "no") << "\" title=\"" << html_text(field.meaning)
+           << "\">" << field.name << ": " << (yes ? "yes" : "no") << "</li>\n";
+    }
+    html << "</ul>\n";
   }
-  html << "</ul>\n";
 
   html << "<h2>Results</h2>\n<table class=\"matrix\" id=\"results\">\n<thead><tr><th>Clause</th>"
        << "<th>Level</th><th>Title</th>";

@@ -14,21 +14,25 @@ std::string to_json(const Certificate& certificate) {
   json.begin_object();
   json.key("kit_version").value(report.kit_version);
   json.key("catalogue_version").value(report.catalogue_version);
+  json.key("subject").value(to_string(report.subject));
+  // The subject, under the key every report has had; a NEP 49 handler has only a path and a name.
   json.key("plugin").begin_object();
   json.key("path").value(plugin.path);
   json.key("name").value(plugin.name);
-  json.key("interface_version");
-  if (report.plugin.interface_version) {
-    json.value(*report.plugin.interface_version);
-  } else {
-    json.null();
+  if (report.subject == SubjectKind::emm_plugin) {
+    json.key("interface_version");
+    if (report.plugin.interface_version) {
+      json.value(*report.plugin.interface_version);
+    } else {
+      json.null();
+    }
+    json.key("capabilities").begin_object();
+    for (const CapabilityField& field : kCapabilityFields) {
+      json.key(field.name).value(declared(plugin.capabilities, field));
+    }
+    json.key("defer_cleanup_behaviour").value(plugin.defer_cleanup_behaviour);
+    json.end_object();
   }
-  json.key("capabilities").begin_object();
-  for (const CapabilityField& field : kCapabilityFields) {
-    json.key(field.name).value(declared(plugin.capabilities, field));
-  }
-  json.key("defer_cleanup_behaviour").value(plugin.defer_cleanup_behaviour);
-  json.end_object();
   json.end_object();
   json.key("backends").begin_array();
   for (const BackendStatus& b : report.backends) {

@@ -104,28 +104,34 @@ std::string to_markdown(const Certificate& certificate) {
   md << "# emm-certify certificate: " << markdown_text(plugin.name) << "\n\n";
   md << "**" << verdict.word() << "** — " << markdown_text(verdict.line()) << ". "
      << markdown_text(covered(report)) << ".\n\n";
+  const bool handler = report.subject == SubjectKind::nep49_handler;
   if (!report.plugin_loaded) {
-    md << "The plugin could not be loaded: " << markdown_text(report.load_failure) << "\n\n";
+    md << "The " << subject_noun(report.subject)
+       << " could not be loaded: " << markdown_text(report.load_failure) << "\n\n";
   }
   md << "| | |\n|---|---|\n";
-  md << "| Plugin | " << markdown_text(plugin.name) << " |\n";
-  md << "| Library | " << markdown_code(plugin.path) << " |\n";
-  md << "| Interface version | "
-     << (report.plugin.interface_version ? std::to_string(*report.plugin.interface_version)
-                                         : std::string("unknown"))
-     << " |\n";
+  md << (handler ? "| NEP 49 handler | " : "| Plugin | ") << markdown_text(plugin.name) << " |\n";
+  md << (handler ? "| Handler | " : "| Library | ") << markdown_code(plugin.path) << " |\n";
+  if (!handler) {
+    md << "| Interface version | "
+       << (report.plugin.interface_version ? std::to_string(*report.plugin.interface_version)
+                                           : std::string("unknown"))
+       << " |\n";
+  }
   md << "| Kit version | " << markdown_text(report.kit_version) << " |\n";
   md << "| Catalogue version | " << markdown_text(report.catalogue_version) << " |\n\n";
 
-  md << "## Declared capabilities\n\n| Capability | Declared |\n|---|---|\n";
-  for (const CapabilityField& field : kCapabilityFields) {
-    md << "| " << field.name << " | " << (declared(plugin.capabilities, field) ? "yes" : "no")
-       << " |\n";
+  if (!handler) {
+    md << "## Declared capabilities\n\n| Capability | Declared |\n|---|---|\n";
+    for (const CapabilityField& field : kCapabilityFields) {
+      md << "| " << field.name << " | " << (declared(plugin.capabilities, field) ? "yes" : "no")
+         << " |\n";
+    }
+    md << "\n**defer_cleanup behaviour:** "
+       << (plugin.defer_cleanup_behaviour.empty() ? std::string("_(not documented)_")
+                                                  : markdown_text(plugin.defer_cleanup_behaviour))
+       << "\n\n";
   }
-  md << "\n**defer_cleanup behaviour:** "
-     << (plugin.defer_cleanup_behaviour.empty() ? std::string("_(not documented)_")
-                                                : markdown_text(plugin.defer_cleanup_behaviour))
-     << "\n\n";
 
   md << "## Results\n\n| Clause | Level | Title |";
   for (const BackendStatus& b : report.backends) md << " " << to_string(b.kind) << " |";

@@ -8,18 +8,26 @@
 
 namespace emm::conformance {
 
+std::string_view to_string(SubjectKind kind) noexcept {
+  return kind == SubjectKind::nep49_handler ? "nep49_handler" : "emm_plugin";
+}
+
+std::string_view subject_noun(SubjectKind kind) noexcept {
+  return kind == SubjectKind::nep49_handler ? "handler" : "plugin";
+}
+
 Certificate make_certificate(CertificationReport report) {
   std::vector<BackendKind> ran;
   for (const BackendStatus& b : report.backends) {
     if (b.ran) ran.push_back(b.kind);
   }
   // A certification covers the clauses of one kind of subject: a plugin's or a NEP 49 handler's.
-  const bool nep49 = !report.results.empty() && report.results.front().clause != nullptr &&
-                     report.results.front().clause->nep49;
+  const bool nep49 = report.subject == SubjectKind::nep49_handler;
   const std::size_t in_catalogue =
       nep49 ? catalogue().nep49_clauses().size() : catalogue().plugin_clauses().size();
-  Verdict verdict = compute_verdict(
-      {report.results, std::move(ran), report.plugin_loaded, in_catalogue, report.interrupted_by});
+  Verdict verdict =
+      compute_verdict({report.results, std::move(ran), report.plugin_loaded, in_catalogue,
+                       report.interrupted_by, subject_noun(report.subject)});
   return Certificate{std::move(report), std::move(verdict)};
 }
 

@@ -57,7 +57,8 @@ std::string to_text(const Certificate& certificate) {
         << "): " << console_text(text) << "\n";
   };
   if (!report.plugin_loaded) {
-    out << "\nThe plugin could not be loaded: " << console_text(report.load_failure) << "\n";
+    out << "\nThe " << subject_noun(report.subject)
+        << " could not be loaded: " << console_text(report.load_failure) << "\n";
   } else if (!verdict.failures.empty()) {
     out << "\nFailed MUST clauses:\n";
     for (const std::size_t i : verdict.failures) {

@@ -37,7 +37,7 @@ std::string Verdict::line() const {
     return text + interruption_text(interrupted_by) + "; " + std::to_string(clauses_run) + " of " +
            std::to_string(clauses_in_catalogue) + " clauses ran; " + backend_list() + ")";
   }
-  if (!plugin_loaded) return text + "the plugin could not be loaded)";
+  if (!plugin_loaded) return text + "the " + std::string(subject_noun) + " could not be loaded)";
   if (backends.empty()) return text + "no backend ran)";
   switch (kind) {
     case Word::certified:
@@ -69,6 +69,7 @@ int Verdict::exit_status() const noexcept {
 Verdict compute_verdict(const VerdictInputs& inputs) {
   Verdict verdict;
   verdict.plugin_loaded = inputs.plugin_loaded;
+  verdict.subject_noun = inputs.subject_noun;
   verdict.backends = inputs.backends_ran;
   verdict.clauses_in_catalogue = inputs.clauses_in_catalogue;
   verdict.interrupted_by = inputs.interrupted_by;

@@ -35,7 +35,17 @@ struct BackendStatus {
   std::string reason;  // when it did not: why
 };
 
+// What was certified: an EMM plugin (a C++ library or a Python class) against the plugin
+// clauses, or a NumPy data-memory handler (NEP 49) against the NEP49 clauses. Each writer speaks
+// its terms: a handler has no capabilities, no interface version, and is "the handler".
+enum class SubjectKind { emm_plugin, nep49_handler };
+// "emm_plugin", "nep49_handler": the JSON report's `subject`.
+std::string_view to_string(SubjectKind kind) noexcept;
+// "plugin" or "handler", for prose ("the handler could not be loaded").
+std::string_view subject_noun(SubjectKind kind) noexcept;
+
 struct CertificationReport {
+  SubjectKind subject = SubjectKind::emm_plugin;
   std::string kit_version;
   std::string catalogue_version;
   PluginInfo plugin;

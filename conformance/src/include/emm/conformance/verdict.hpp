@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "emm/conformance/backend_kind.hpp"
@@ -37,9 +38,10 @@ struct Verdict {
   Word kind = Word::not_certified;
   bool certified = false;  // kind == Word::certified
   bool plugin_loaded = true;
-  std::vector<BackendKind> backends;  // the backends that ran: what the verdict covers
-  std::size_t must_failures = 0;      // MUST results that are not pass/not_supported
-  std::size_t clauses_run = 0;        // distinct clauses with a result (not_run is none)
+  std::string_view subject_noun = "plugin";  // "handler" for a NEP 49 handler
+  std::vector<BackendKind> backends;         // the backends that ran: what the verdict covers
+  std::size_t must_failures = 0;             // MUST results that are not pass/not_supported
+  std::size_t clauses_run = 0;               // distinct clauses with a result (not_run is none)
   std::size_t clauses_in_catalogue = 0;
   int interrupted_by = 0;  // the signal that interrupted the run (SIGALRM: --deadline), or 0
   // Indices into the results of the MUST failures and of the SHOULD results that did not pass
@@ -53,7 +55,7 @@ struct Verdict {
   std::string backend_list() const;
   // "VERDICT: CERTIFIED (fake, gpu)", "VERDICT: NOT CERTIFIED (3 MUST clauses failed; fake)",
   // "VERDICT: PARTIAL (2 of 33 clauses; fake)", "VERDICT: NOT CERTIFIED (no backend ran)",
-  // "VERDICT: NOT CERTIFIED (the plugin could not be loaded)",
+  // "VERDICT: NOT CERTIFIED (the plugin could not be loaded)" (the handler's, for a handler),
   // "VERDICT: NOT CERTIFIED (interrupted by SIGTERM (Terminated); 12 of 39 clauses ran; fake)".
   std::string line() const;
   // kExitCertified, kExitNotCertified, kExitPartial, kExitUsage when not loaded, 128 + the
@@ -68,8 +70,9 @@ struct VerdictInputs {
   const std::vector<ClauseResult>& results;
   std::vector<BackendKind> backends_ran;
   bool plugin_loaded = true;
-  std::size_t clauses_in_catalogue = 0;  // plugin clauses a full run certifies
-  int interrupted_by = 0;                // the signal that interrupted the run, or 0
+  std::size_t clauses_in_catalogue = 0;      // plugin clauses a full run certifies
+  int interrupted_by = 0;                    // the signal that interrupted the run, or 0
+  std::string_view subject_noun = "plugin";  // static text: "plugin" or "handler"
 };
 
 Verdict compute_verdict(const VerdictInputs& inputs);
