@@ -141,6 +141,7 @@ TEST(Report, JsonHasTheSpecifiedShape) {
             "{\n"
             "  \"kit_version\": \"9.8.7-test\",\n"
             "  \"catalogue_version\": \"1.0\",\n"
+            "  \"subject\": \"emm_plugin\",\n"
             "  \"plugin\": {\n"
             "    \"path\": \"/p/libx.so\",\n"
             "    \"name\": \"x\",\n"
@@ -196,6 +197,34 @@ TEST(Report, JsonHasTheSpecifiedShape) {
                 "    }\n"
                 "  ]\n"
                 "}\n");
+}
+
+// A NEP 49 handler's report speaks a handler's terms: its subject, no EMM plugin fields, and
+// "the handler" in the verdict line and every writer.
+TEST(Report, HandlerReportsCarryNoPluginFields) {
+  CertificationReport report = small_report();
+  report.subject = SubjectKind::nep49_handler;
+  report.plugin.description.path = "libh.so:emm_nep49_handler";
+  report.results = {result("NEP49-1", BackendKind::fake, Level::must, Outcome::pass)};
+  const std::string json = to_json(certify(report));
+  EXPECT_NE(json.find("\"subject\": \"nep49_handler\",\n  \"plugin\": {\n    \"path\": "
+                      "\"libh.so:emm_nep49_handler\",\n    \"name\": \"x\"\n  },"),
+            std::string::npos)
+      << json;
+  EXPECT_EQ(json.find("capabilities"), std::string::npos) << json;
+  EXPECT_EQ(json.find("interface_version"), std::string::npos) << json;
+  const Certificate certificate = certify(report);
+  const std::string markdown = to_markdown(certificate);
+  EXPECT_NE(markdown.find("| NEP 49 handler | x |"), std::string::npos) << markdown;
+  EXPECT_EQ(markdown.find("Declared capabilities"), std::string::npos) << markdown;
+  const std::string html = to_html(certificate);
+  EXPECT_NE(html.find("<h2>NEP 49 handler</h2>"), std::string::npos);
+  EXPECT_EQ(html.find("Declared capabilities"), std::string::npos);
+
+  report.plugin_loaded = false;
+  report.load_failure = "no such symbol";
+  EXPECT_EQ(certify(report).verdict.line(),
+            "VERDICT: NOT CERTIFIED (the handler could not be loaded)");
 }
 
 TEST(Report, InterfaceVersionIsNullWhenUnknown) {

@@ -97,6 +97,21 @@ function(check_package_location build)
   endif()
 endfunction()
 
+# certify_certified STEP JSON SUBJECT_OPTION PATH: the installed emm-certify (EMM_CERTIFY unless
+# CERTIFY is set) on the fake backend must certify the subject; sets `verdict` in the caller.
+function(certify_certified step json option path)
+  if(NOT CERTIFY)
+    set(CERTIFY "${EMM_CERTIFY}")
+  endif()
+  run_step(${step} "${CERTIFY}" ${option} "${path}" --backend fake --json "${json}")
+  file(READ "${json}" _report)
+  string(JSON _verdict GET "${_report}" verdict)
+  if(NOT _verdict MATCHES "^CERTIFIED")
+    message(FATAL_ERROR "install_consumer: ${step}: emm-certify's report says '${_verdict}'")
+  endif()
+  set(verdict "${_verdict}" PARENT_SCOPE)
+endfunction()
+
 # ctest over the consumer's certification tests: consumer.fake must pass, consumer.gpu must
 # pass on a GPU and be reported skipped without one.
 function(run_certification_tests flavour build)
@@ -130,15 +145,12 @@ run_step(nep49_configure "${CMAKE_COMMAND}" -B "${_build_nep49}" ${_configure_ne
 check_package_location("${_build_nep49}")
 run_step(nep49_build "${CMAKE_COMMAND}" --build "${_build_nep49}")
 include("${_build_nep49}/nep49_paths.cmake")
-run_step(nep49_certify "${NEP49_CERTIFY}" --nep49-library "${CONSUMER_HANDLER}" --backend fake
-         --json "${WORK_DIR}/nep49_certificate.json")
-file(READ "${WORK_DIR}/nep49_certificate.json" _report)
-string(JSON _nep49_verdict GET "${_report}" verdict)
-if(NOT _nep49_verdict MATCHES "^CERTIFIED")
-  message(FATAL_ERROR "install_consumer: the NEP 49 handler's report says '${_nep49_verdict}'")
-endif()
+set(CERTIFY "${NEP49_CERTIFY}")
+certify_certified(nep49_certify "${WORK_DIR}/nep49_certificate.json" --nep49-library
+                  "${CONSUMER_HANDLER}")
+unset(CERTIFY)
 message(STATUS "install_consumer: COMPONENTS nep49 without the CUDA Toolkit: the handler was "
-               "built and certified (${_nep49_verdict})")
+               "built and certified (${verdict})")
 
 # --- COMPONENTS gtest without GoogleTest: find_package must say what is missing -------------
 execute_process(COMMAND "${CMAKE_COMMAND}" -B "${WORK_DIR}/build-no-gtest" ${_configure_common}
@@ -166,13 +178,8 @@ if(CONSUMER_BOOST_CONFORMANCE)
 endif()
 # 3. The installed emm-certify over the consumer's plugin library, on the fake driver, by hand
 #    and through emm_add_certification_test.
-run_step(certify "${EMM_CERTIFY}" --plugin "${CONSUMER_PLUGIN}" --backend fake
-         --json "${WORK_DIR}/certificate.json")
-file(READ "${WORK_DIR}/certificate.json" _report)
-string(JSON _verdict GET "${_report}" verdict)
-if(NOT _verdict MATCHES "^CERTIFIED")
-  message(FATAL_ERROR "install_consumer: emm-certify's report says '${_verdict}'")
-endif()
+certify_certified(certify "${WORK_DIR}/certificate.json" --plugin "${CONSUMER_PLUGIN}")
+set(_verdict "${verdict}")
 # 4. A plugin in the 0.1 export form, built against this install: it loads and is certified, and
 #    the defer_cleanup text it gave inside Capabilities reaches the certificate.
 run_step(certify_0_1_form "${EMM_CERTIFY}" --plugin "${CONSUMER_PLUGIN_0_1_FORM}" --backend fake

@@ -3,10 +3,9 @@
 #include <sstream>
 
 namespace emm::conformance::engine {
-namespace {
 
-// Each line of `text` prefixed with `prefix`.
-std::string indent(std::string_view text, std::string_view prefix) {
+// Each line of `text` prefixed with `prefix` (render.hpp).
+std::string indent_lines(std::string_view text, std::string_view prefix) {
   std::string out;
   std::size_t start = 0;
   while (start <= text.size()) {
@@ -21,6 +20,8 @@ std::string indent(std::string_view text, std::string_view prefix) {
   }
   return out;
 }
+
+namespace {
 
 std::string replay_command(const ClauseRun& run, const Reproducer& reproducer,
                            std::string_view subject) {
@@ -76,9 +77,9 @@ std::string render_gtest(const ClauseRun& run, const Trace& trace, std::string_v
     out << "  std::shared_ptr<std::byte> buffer" << index
         << "(static_cast<std::byte*>(std::aligned_alloc(4096, " << size << ")), std::free);\n";
   }
-  for (const Call& call : trace.calls) out << indent(call.cpp, "  ");
-  out << indent(str("The call above fails the clause: ", failure), "  // ");
-  if (!trace.assertion_cpp.empty()) out << indent(trace.assertion_cpp, "  ");
+  for (const Call& call : trace.calls) out << indent_lines(call.cpp, "  ");
+  out << indent_lines(str("The call above fails the clause: ", failure), "  // ");
+  if (!trace.assertion_cpp.empty()) out << indent_lines(trace.assertion_cpp, "  ");
   out << "}\n";
   return out.str();
 }
@@ -101,7 +102,7 @@ std::string render_python(const ClauseRun& run, const Trace& trace, std::string_
     out << "buffer" << index << " = np.zeros(" << size << ", dtype=np.uint8)\n";
   }
   for (const Call& call : trace.calls) out << call.python << "\n";
-  out << indent(str("The call above fails the clause: ", failure), "# ");
+  out << indent_lines(str("The call above fails the clause: ", failure), "# ");
   if (!trace.assertion_python.empty()) out << trace.assertion_python << "\n";
   return out.str();
 }

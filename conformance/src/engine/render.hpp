@@ -18,6 +18,10 @@
 
 namespace emm::conformance::engine {
 
+// Each line of `text` prefixed with `prefix` (a reproducer's calls under a comment or a block);
+// the NEP 49 engine's renderer uses it too.
+std::string indent_lines(std::string_view text, std::string_view prefix);
+
 std::string render_gtest(const ClauseRun& run, const Trace& trace, std::string_view failure,
                          const Reproducer& reproducer);
 std::string render_python(const ClauseRun& run, const Trace& trace, std::string_view failure,

@@ -2,27 +2,11 @@
 
 #include <sstream>
 
+#include "engine/render.hpp"
 #include "nep49/engine/contention.hpp"
 
 namespace emm::conformance::nep49_engine {
 namespace {
-
-// Each line of `text` prefixed with `prefix`.
-std::string indent(std::string_view text, std::string_view prefix) {
-  std::string out;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const std::size_t end = text.find('\n', start);
-    const std::string_view line =
-        text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
-    out += prefix;
-    out += line;
-    out += '\n';
-    if (end == std::string_view::npos) break;
-    start = end + 1;
-  }
-  return out;
-}
 
 bool is_module(const Nep49Run& run) {
   return run.subject().spec().kind == Nep49SubjectSpec::Kind::module;
@@ -165,11 +149,11 @@ std::string render_gtest(const Nep49Run& run, const Trace& trace, std::string_vi
   }
   out << "  [[maybe_unused]] void* ctx = handler->ctx;\n";
   for (const Call& call : trace.calls) {
-    out << indent(call.cpp, "  ");
-    if (call.then_done && !call.cpp_then.empty()) out << indent(call.cpp_then, "  ");
+    out << engine::indent_lines(call.cpp, "  ");
+    if (call.then_done && !call.cpp_then.empty()) out << engine::indent_lines(call.cpp_then, "  ");
   }
-  out << indent(str("The call above fails the clause: ", failure), "  // ");
-  if (!trace.assertion_cpp.empty()) out << indent(trace.assertion_cpp, "  ");
+  out << engine::indent_lines(str("The call above fails the clause: ", failure), "  // ");
+  if (!trace.assertion_cpp.empty()) out << engine::indent_lines(trace.assertion_cpp, "  ");
   out << "}\n";
   return out.str();
 }
@@ -212,7 +196,7 @@ std::string render_python(const Nep49Run& run, const Trace& trace, std::string_v
     out << call.python << "\n";
     if (call.then_done && !call.python_then.empty()) out << call.python_then << "\n";
   }
-  out << indent(str("The call above fails the clause: ", failure), "# ");
+  out << engine::indent_lines(str("The call above fails the clause: ", failure), "# ");
   if (!trace.assertion_python.empty()) out << trace.assertion_python << "\n";
   return out.str();
 }
