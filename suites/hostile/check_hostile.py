@@ -500,18 +500,15 @@ def check_reports(checker, run, paths, selected, stderr):
                 checker.expect(outcome in allowed,
                                f"{clause}: expected {'/'.join(sorted(allowed))}, got "
                                f"{describe(clause)}")
-                pattern = expect.messages.get(clause)
-                message = seen.get((clause, "fake"), {}).get("message", "")
-                if pattern:
-                    checker.expect(re.search(pattern, message, re.S) is not None,
-                                   f"{clause}: the message does not match /{pattern}/: "
-                                   f"{message[:600]!r}")
-                pattern = expect.outputs.get(clause)
-                output = seen.get((clause, "fake"), {}).get("output", "")
-                if pattern:
-                    checker.expect(re.search(pattern, output, re.S) is not None,
-                                   f"{clause}: the output does not match /{pattern}/: "
-                                   f"{output[-1200:]!r}")
+                # The message (its start shown on a mismatch) and the captured output (its end).
+                for field, patterns, shown in (("message", expect.messages, slice(0, 600)),
+                                               ("output", expect.outputs, slice(-1200, None))):
+                    pattern = patterns.get(clause)
+                    text = seen.get((clause, "fake"), {}).get(field, "")
+                    if pattern:
+                        checker.expect(re.search(pattern, text, re.S) is not None,
+                                       f"{clause}: the {field} does not match /{pattern}/: "
+                                       f"{text[shown]!r}")
             elif run.only:
                 checker.expect(outcome == "pass",
                                f"{clause} (not reached by the attack): expected pass, got "
