@@ -2,22 +2,38 @@
 
 #include <string>
 
-#include "core/backend_factories.hpp"
+#include "emm/conformance/backend_descriptor.hpp"
 #include "emm/errors.hpp"
 #include "emm/pointer_attribute.hpp"
 
 namespace emm::conformance {
 
-std::string backend_unavailable_reason(BackendKind kind, const Capabilities& capabilities) {
-  if (kind == BackendKind::fake) {
-    if (!capabilities.runs_on_fake_driver) {
-      return "the plugin declares runs_on_fake_driver=false (it calls CUDA itself): it is "
-             "certified on a GPU only";
-    }
-    return "";
+// The registry: one row per BackendKind, in kBackendKinds' order, each defined beside its
+// implementation (backend_descriptor.hpp).
+extern const BackendDescriptor kFakeBackendDescriptor;  // fake_backend.cpp
+extern const BackendDescriptor kGpuBackendDescriptor;   // gpu_backend.cpp
+
+const BackendDescriptor& backend_descriptor(BackendKind kind) noexcept {
+  switch (kind) {
+    case BackendKind::fake:
+      return kFakeBackendDescriptor;
+    case BackendKind::gpu:
+      return kGpuBackendDescriptor;
   }
-  const std::string& reason = gpu_unavailable_reason();
-  return reason.empty() ? "" : "no GPU: " + reason;
+  return kFakeBackendDescriptor;  // unreachable: every enumerator has its row
+}
+
+std::string_view to_string(BackendKind kind) noexcept { return backend_descriptor(kind).name; }
+
+std::optional<BackendKind> parse_backend(std::string_view text) noexcept {
+  for (const BackendKind kind : kBackendKinds) {
+    if (text == to_string(kind)) return kind;
+  }
+  return std::nullopt;
+}
+
+std::string backend_unavailable_reason(BackendKind kind, const Capabilities& capabilities) {
+  return backend_descriptor(kind).unavailable_reason(capabilities);
 }
 
 HostMemoryState host_memory_from_driver(Driver& driver, const void* address) {
@@ -50,22 +66,21 @@ HostMemoryState host_memory_from_driver(Driver& driver, const void* address) {
 }
 
 std::unique_ptr<Backend> make_backend(BackendKind kind, const BackendSettings& settings) {
-  return kind == BackendKind::fake ? make_fake_backend(settings.fake_devices) : make_gpu_backend();
+  return backend_descriptor(kind).make(settings, /*keep_context=*/true);
 }
 
 std::string describe_devices(BackendKind kind, const BackendSettings& settings) {
-  const std::unique_ptr<Backend> backend = kind == BackendKind::fake
-                                               ? make_fake_backend(settings.fake_devices)
-                                               : make_gpu_backend(/*keep_context=*/false);
+  const BackendDescriptor& descriptor = backend_descriptor(kind);
+  const std::unique_ptr<Backend> backend = descriptor.make(settings, /*keep_context=*/false);
   const int count = backend->device_count();
   const std::string name = backend->device_name(0);
   std::string text = count > 1 ? name + ", " + std::to_string(count) + " devices" : name;
-  if (kind == BackendKind::gpu) text += "; " + gpu_ledger_status();
+  if (const std::string note = descriptor.device_note(); !note.empty()) text += "; " + note;
   return text;
 }
 
 void prepare_process(BackendKind kind, bool will_import, std::chrono::milliseconds timeout) {
-  if (kind == BackendKind::gpu) prepare_gpu_process(will_import, timeout);
+  backend_descriptor(kind).prepare_process(will_import, timeout);
 }
 
 }  // namespace emm::conformance

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "emm/conformance/backend_descriptor.hpp"
 #include "emm/conformance/backend_kind.hpp"
 #include "emm/errors.hpp"
 
@@ -29,9 +30,7 @@ Number from_environment(const char* name, Number least, Number most, std::string
 }  // namespace
 
 int default_budget(BackendKind backend) noexcept {
-  // Measured (docs/engine.md): a fake sequence costs well under a millisecond, a GPU one a few
-  // (every call is a real driver call, pinned host memory costs hundreds of microseconds).
-  return backend == BackendKind::fake ? 24 : 8;
+  return backend_descriptor(backend).default_budget;  // what a sequence costs there
 }
 
 Exploration exploration_from_environment(Exploration base) {

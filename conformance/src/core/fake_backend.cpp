@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <string>
 
-#include "core/backend_factories.hpp"
+#include "emm/conformance/backend_descriptor.hpp"
 #include "emm/conformance/ipc_importer.hpp"
 #include "emm/errors.hpp"
 #include "emm/fake/fake_driver.hpp"
@@ -99,10 +99,35 @@ class FakeBackend final : public Backend {
   std::shared_ptr<Driver> driver_;
 };
 
+std::string fake_unavailable_reason(const Capabilities& capabilities) {
+  if (!capabilities.runs_on_fake_driver) {
+    return "the plugin declares runs_on_fake_driver=false (it calls CUDA itself): it is "
+           "certified on a GPU only";
+  }
+  return "";
+}
+
+// Throws InvalidArgumentError when the device count is not in [1, kMaxFakeDevices].
+std::unique_ptr<Backend> make_fake_backend(const BackendSettings& settings, bool) {
+  return std::make_unique<FakeBackend>(settings.fake_devices);
+}
+
+std::string no_device_note() { return ""; }
+
+void nothing_to_prepare(bool, std::chrono::milliseconds) {}
+
 }  // namespace
 
-std::unique_ptr<Backend> make_fake_backend(int devices) {
-  return std::make_unique<FakeBackend>(devices);
-}
+// A fake sequence costs well under a millisecond (docs/engine.md): 24 per clause.
+extern const BackendDescriptor kFakeBackendDescriptor{.kind = BackendKind::fake,
+                                                      .name = "fake",
+                                                      .unavailable_reason = fake_unavailable_reason,
+                                                      .make = make_fake_backend,
+                                                      .device_note = no_device_note,
+                                                      .prepare_process = nothing_to_prepare,
+                                                      .default_budget = 24,
+                                                      .fork_safe = true,
+                                                      .side_by_side = true,
+                                                      .simulated = true};
 
 }  // namespace emm::conformance

@@ -26,8 +26,8 @@
 #include <string>
 #include <utility>
 
-#include "core/backend_factories.hpp"
 #include "core/cupti_ledger.hpp"
+#include "emm/conformance/backend_descriptor.hpp"
 #include "emm/conformance/ipc_importer.hpp"
 #include "emm/cuda_driver.hpp"
 #include "emm/errors.hpp"
@@ -348,9 +348,10 @@ class GpuBackend final : public Backend {
   bool contexts_destroyed_ = false;
 };
 
-}  // namespace
-
-const std::string& gpu_unavailable_reason() { return CudaDriver::probe().reason; }
+// Throws DriverUnavailableError when the process has no usable GPU. `keep_context`: retain every
+// device's primary context for the rest of the process (what a clause's backend does; not the
+// probe, which only names the devices).
+std::unique_ptr<Backend> make_gpu_backend(const BackendSettings& = {}, bool keep_context = true);
 
 void prepare_gpu_process(bool will_import, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -373,7 +374,7 @@ void prepare_gpu_process(bool will_import, std::chrono::milliseconds timeout) {
   if (std::string problem; importing) importer_process().wait_ready(deadline, problem);
 }
 
-std::unique_ptr<Backend> make_gpu_backend(bool keep_context) {
+std::unique_ptr<Backend> make_gpu_backend(const BackendSettings&, bool keep_context) {
   const CudaDriverProbe& gpu = CudaDriver::probe();
   if (!gpu.driver) throw DriverUnavailableError("no GPU: " + gpu.reason);
   // The ledger first, so that it sees the context's own start.
@@ -382,10 +383,32 @@ std::unique_ptr<Backend> make_gpu_backend(bool keep_context) {
   return std::make_unique<GpuBackend>(gpu.driver, ledger);
 }
 
+// What the gpu backend records with, for the certificate's device line: "allocation ledger:
+// CUPTI (libcupti.so.13)", or "no allocation ledger: " and why (cupti_ledger.hpp).
 std::string gpu_ledger_status() {
   const CuptiLedger& cupti = process_cupti_ledger();
   return cupti.ledger != nullptr ? "allocation ledger: CUPTI (" + cupti.library + ")"
                                  : "no allocation ledger: " + cupti.reason;
 }
+
+std::string gpu_unavailable_reason(const Capabilities&) {
+  const std::string& reason = CudaDriver::probe().reason;  // loads the driver once
+  return reason.empty() ? "" : "no GPU: " + reason;
+}
+
+}  // namespace
+
+// A GPU sequence costs a few milliseconds (every call is a real driver call, pinned host memory
+// hundreds of microseconds: docs/engine.md): 8 per clause.
+extern const BackendDescriptor kGpuBackendDescriptor{.kind = BackendKind::gpu,
+                                                     .name = "gpu",
+                                                     .unavailable_reason = gpu_unavailable_reason,
+                                                     .make = make_gpu_backend,
+                                                     .device_note = gpu_ledger_status,
+                                                     .prepare_process = prepare_gpu_process,
+                                                     .default_budget = 8,
+                                                     .fork_safe = false,
+                                                     .side_by_side = false,
+                                                     .simulated = false};
 
 }  // namespace emm::conformance

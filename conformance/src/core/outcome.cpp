@@ -31,17 +31,6 @@ std::optional<Outcome> parse_outcome(std::string_view text) noexcept {
   return std::nullopt;
 }
 
-std::string_view to_string(BackendKind kind) noexcept {
-  return kind == BackendKind::fake ? "fake" : "gpu";
-}
-
-std::optional<BackendKind> parse_backend(std::string_view text) noexcept {
-  for (const BackendKind kind : kBackendKinds) {
-    if (text == to_string(kind)) return kind;
-  }
-  return std::nullopt;
-}
-
 std::string unobserved_note(const ClauseResult& result, const std::string& what) {
   return (result.clause != nullptr ? result.clause->id : std::string("?")) + ": " + what +
          " not observable on " + std::string(to_string(result.backend));

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "core/host_only_base.hpp"
+#include "emm/conformance/backend_descriptor.hpp"
 #include "emm/errors.hpp"
 #include "emm/host_only_memory_manager.hpp"
 #include "emm/managed_memory.hpp"
@@ -1888,22 +1889,23 @@ class FirstUse final : public EngineCommand {
 class Threads final : public EngineCommand {
  public:
   // Fewer operations on a GPU, where a pass-through plugin's release is a cuMemFree that
-  // synchronises the device (tens of microseconds).
+  // synchronises the device (tens of microseconds): BackendDescriptor::simulated.
   Threads(const Model&, const Plan& plan)
       : threads_(*uniform(2, 9)),
-        operations_(plan.backend == BackendKind::gpu ? *uniform(16, 129) : *uniform(64, 513)),
+        operations_(backend_descriptor(plan.backend).simulated ? *uniform(64, 513)
+                                                               : *uniform(16, 129)),
         seed_(*uniform<std::uint32_t>(0, 1u << 20)),
         guards_(*uniform(0, 2) == 1),
         host_(*uniform(0, 2) == 1),
         info_(plan.capabilities.memory_info && *uniform(0, 2) == 1),
         ipc_(plan.capabilities.ipc && *uniform(0, 2) == 1),
-        at_exit_(plan.backend == BackendKind::fake && *uniform(0, 2) == 1),
+        at_exit_(backend_descriptor(plan.backend).simulated && *uniform(0, 2) == 1),
         handoff_(*uniform(0, 2) == 1),
         page_locked_(plan.page_locked_capacity),
         // Not on a GPU: filling tens of GiB there maps every page (seconds per command, 19 s of
         // an H200 certification's 33), and certifications side by side would meet each other's
         // fill. The rule it tests (spec §8 (c) under threads) is the plugin's, judged on the fake.
-        pressure_(*uniform(0, 3) == 0 && plan.backend != BackendKind::gpu) {}
+        pressure_(*uniform(0, 3) == 0 && backend_descriptor(plan.backend).simulated) {}
   void show(std::ostream& os) const override {
     os << threads_ << " threads";
     if (pressure_) os << " +full";

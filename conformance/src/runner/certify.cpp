@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "emm/conformance/backend.hpp"
+#include "emm/conformance/backend_descriptor.hpp"
 #include "emm/conformance/catalogue.hpp"
 #include "emm/conformance/certify_cli.hpp"
 #include "emm/conformance/child_process.hpp"
@@ -85,18 +86,19 @@ void ensure_standard_descriptors() {
   }
 }
 
-// The GPU is probed in a child so that this process never initialises CUDA.
-BackendStatus probe_gpu(const Capabilities& capabilities, const ProbeSettings& settings) {
-  BackendStatus status{BackendKind::gpu, false, "", ""};
+// A backend that does not survive fork() (the GPU) is probed in a child, so that this process
+// never starts it (CUDA).
+BackendStatus probe_in_child(BackendKind kind, const Capabilities& capabilities,
+                             const ProbeSettings& settings) {
+  BackendStatus status{kind, false, "", ""};
   ChildOptions options;
   options.result_channel = true;
   options.memory_limit_bytes = settings.memory_limit_bytes;
   try {
     ChildProcess child = ChildProcess::fork(
-        [&capabilities] {
-          const std::string reason = backend_unavailable_reason(BackendKind::gpu, capabilities);
-          send_result_frame(reason.empty() ? "OK\t" + describe_devices(BackendKind::gpu)
-                                           : "NO\t" + reason);
+        [kind, &capabilities] {
+          const std::string reason = backend_unavailable_reason(kind, capabilities);
+          send_result_frame(reason.empty() ? "OK\t" + describe_devices(kind) : "NO\t" + reason);
           return 0;
         },
         options);
@@ -121,14 +123,15 @@ BackendStatus probe_gpu(const Capabilities& capabilities, const ProbeSettings& s
   return status;
 }
 
-BackendStatus probe_fake(const Capabilities& capabilities, const BackendSettings& settings) {
-  BackendStatus status{BackendKind::fake, false, "", ""};
-  if (std::string why = backend_unavailable_reason(BackendKind::fake, capabilities); !why.empty()) {
+BackendStatus probe_here(BackendKind kind, const Capabilities& capabilities,
+                         const BackendSettings& settings) {
+  BackendStatus status{kind, false, "", ""};
+  if (std::string why = backend_unavailable_reason(kind, capabilities); !why.empty()) {
     status.reason = why;
     return status;
   }
   status.ran = true;
-  status.device = describe_devices(BackendKind::fake, settings);
+  status.device = describe_devices(kind, settings);
   return status;
 }
 
@@ -332,9 +335,9 @@ int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
     // Each backend's availability is decided once, here; children run what they are given.
     std::vector<ClauseJob> jobs;
     for (const BackendKind backend : options.backends) {
-      BackendStatus status = backend == BackendKind::fake
-                                 ? probe_fake(capabilities, options.backend_settings)
-                                 : probe_gpu(capabilities, probe_settings);
+      BackendStatus status = backend_descriptor(backend).fork_safe
+                                 ? probe_here(backend, capabilities, options.backend_settings)
+                                 : probe_in_child(backend, capabilities, probe_settings);
       out << "backend " << to_string(status.kind) << ": "
           << visible_text(status.ran ? "runs on " + status.device
                                      : "not run (" + status.reason + ")")
@@ -401,7 +404,9 @@ int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
         << " was not certified: it calls the CUDA driver through numba and runs on the gpu "
            "backend only, which cannot run here";
     for (const BackendStatus& backend : certificate.report.backends) {
-      if (backend.kind == BackendKind::gpu) err << " (" << visible_text(backend.reason) << ")";
+      if (!backend_descriptor(backend.kind).simulated) {
+        err << " (" << visible_text(backend.reason) << ")";
+      }
     }
     err << "; run it on a machine with a GPU\n";
     status = kExitUsage;

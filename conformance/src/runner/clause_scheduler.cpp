@@ -8,6 +8,7 @@
 #include <random>
 
 #include "emm/conformance/backend.hpp"
+#include "emm/conformance/backend_descriptor.hpp"
 #include "emm/conformance/check_registry.hpp"
 #include "emm/conformance/child_process.hpp"
 #include "emm/conformance/evaluate.hpp"
@@ -761,17 +762,18 @@ std::vector<ClauseResult> run_clause_jobs(
   for (const BackendKind backend : kBackendKinds) {
     const std::vector<std::size_t> order = run_order(jobs, backend);
     if (order.empty()) continue;
+    const BackendDescriptor& descriptor = backend_descriptor(backend);
     if (settings.isolation == Isolation::backend) {
-      const std::size_t lanes = backend == BackendKind::fake ? settings.parallel_fake : 1;
+      const std::size_t lanes = descriptor.side_by_side ? settings.parallel_fake : 1;
       WorkerLanes(jobs, settings, order, lanes, results, on_result).run();
     } else {
       const std::size_t parallel =
-          backend == BackendKind::fake ? std::max<std::size_t>(settings.parallel_fake, 1) : 1;
+          descriptor.side_by_side ? std::max<std::size_t>(settings.parallel_fake, 1) : 1;
       run_one_per_clause(jobs, settings, order, parallel, results, on_result);
     }
-    if (backend != BackendKind::fake || settings.load_subject || interrupting_signal() != 0) {
-      continue;  // plugin clauses only; an interrupted run ends as soon as it can
-    }
+    // Reproducers are sought in forked children: plugin clauses on a fork-safe backend only; an
+    // interrupted run ends as soon as it can.
+    if (!descriptor.fork_safe || settings.load_subject || interrupting_signal() != 0) continue;
     // Each try of a hanging sequence waits for the hang: a plugin that hangs in many clauses
     // gets reproducers for its first few, and one whose backend was given up (fail fast: it
     // hangs while loading or initializing) none, so that its verdict still comes in under two

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <new>
 
+#include "emm/conformance/backend_descriptor.hpp"
+
 namespace emm::conformance::nep49_engine {
 namespace {
 constexpr std::size_t kRecordSize = std::size_t{1} << 20;
@@ -155,7 +157,9 @@ Tally SequenceRecord::tally() const {
   return tally;
 }
 
-bool runs_in_children(const Nep49Run& run) { return run.backend().kind() != BackendKind::gpu; }
+bool runs_in_children(const Nep49Run& run) {
+  return backend_descriptor(run.backend().kind()).fork_safe;
+}
 
 ChildEnd run_recorded(const Nep49Run& run, const std::function<int()>& body,
                       const SequenceRecord& record, std::chrono::milliseconds limit,
