@@ -145,12 +145,18 @@ run_step(nep49_configure "${CMAKE_COMMAND}" -B "${_build_nep49}" ${_configure_ne
 check_package_location("${_build_nep49}")
 run_step(nep49_build "${CMAKE_COMMAND}" --build "${_build_nep49}")
 include("${_build_nep49}/nep49_paths.cmake")
-set(CERTIFY "${NEP49_CERTIFY}")
-certify_certified(nep49_certify "${WORK_DIR}/nep49_certificate.json" --nep49-library
-                  "${CONSUMER_HANDLER}")
-unset(CERTIFY)
-message(STATUS "install_consumer: COMPONENTS nep49 without the CUDA Toolkit: the handler was "
-               "built and certified (${verdict})")
+# Under a sanitizer build the handler is built, not certified: NEP 49 certification loads
+# CPython through the NumPy bridge, which is not instrumented and never finalized (its leaks and
+# races are not the handler's; the NEP 49 zoo is left out of those builds for the same reason).
+set(verdict "built, not certified (a sanitizer build)")
+if(NOT CXX_FLAGS MATCHES "-fsanitize=")
+  set(CERTIFY "${NEP49_CERTIFY}")
+  certify_certified(nep49_certify "${WORK_DIR}/nep49_certificate.json" --nep49-library
+                    "${CONSUMER_HANDLER}")
+  unset(CERTIFY)
+endif()
+message(STATUS "install_consumer: COMPONENTS nep49 without the CUDA Toolkit: the handler "
+               "${verdict}")
 
 # --- COMPONENTS gtest without GoogleTest: find_package must say what is missing -------------
 execute_process(COMMAND "${CMAKE_COMMAND}" -B "${WORK_DIR}/build-no-gtest" ${_configure_common}
