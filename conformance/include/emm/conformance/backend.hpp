@@ -69,10 +69,10 @@ class Backend {
   [[nodiscard]] virtual int device_count() = 0;
   // Makes threads that call the plugin at once interleave inside it for as long as they run;
   // evaluate() turns it on for the clauses that run several threads (Clause::runs_threads,
-  // the catalogue's trait `threads`). The fake driver then yields the calling thread at the start of every
-  // call (FakeDriver::yield_in_calls), so that a thread reaching the driver from inside the
-  // plugin gives way to others entering it: a missing lock is met, not found by luck. Nothing
-  // on the gpu, whose calls take microseconds and give way by themselves.
+  // the catalogue's trait `threads`). The fake driver then yields the calling thread at the
+  // start of every call (FakeDriver::yield_in_calls), so that a thread reaching the driver from
+  // inside the plugin gives way to others entering it: a missing lock is met, not found by luck.
+  // Nothing on the gpu, whose calls take microseconds and give way by themselves.
   virtual void interleave_threads(bool on) { (void)on; }
 
   // --- device memory ---------------------------------------------------------------------------
