@@ -21,11 +21,10 @@ void require_devices(ClauseRun& run) {
   const int count = run.backend().device_count();
   const int needed = run.clause().devices;
   if (count < needed) {
-    run.backend_cannot_run(
-        needed == 2 ? str("needs two devices; ", count, " present")
-                    : str("needs ", needed, " devices; ", count, " present"),
-        needed == 2 ? str("a second device (", count, " present)")
-                    : str(needed, " devices (", count, " present)"));
+    run.backend_cannot_run(needed == 2 ? str("needs two devices; ", count, " present")
+                                       : str("needs ", needed, " devices; ", count, " present"),
+                           needed == 2 ? str("a second device (", count, " present)")
+                                       : str(needed, " devices (", count, " present)"));
   }
   run.record("devices", static_cast<std::size_t>(count));
 }
