@@ -30,8 +30,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       emm::fuzz::finding("find(\"" + clause.id + "\") does not return that clause");
     }
     if (!clause.host && !clause.plugin && !clause.nep49) {
-      emm::fuzz::finding(clause.id + " is checked neither on the host, nor on plugins, nor on "
-                                     "NEP 49 handlers");
+      emm::fuzz::finding(clause.id +
+                         " is checked neither on the host, nor on plugins, nor on "
+                         "NEP 49 handlers");
     }
     if (clause.devices < 1 || clause.devices > 8) {
       emm::fuzz::finding(clause.id + " needs " + std::to_string(clause.devices) + " devices");
