@@ -120,15 +120,10 @@ void nothing_to_prepare(bool, std::chrono::milliseconds) {}
 
 // A fake sequence costs well under a millisecond (docs/engine.md): 24 per clause.
 extern const BackendDescriptor kFakeBackendDescriptor;  // the registry's row (core/backend.cpp)
-const BackendDescriptor kFakeBackendDescriptor{.kind = BackendKind::fake,
-                                               .name = "fake",
-                                               .unavailable_reason = fake_unavailable_reason,
-                                               .make = make_fake_backend,
-                                               .device_note = no_device_note,
-                                               .prepare_process = nothing_to_prepare,
-                                               .default_budget = 24,
-                                               .fork_safe = true,
-                                               .side_by_side = true,
-                                               .simulated = true};
+const BackendDescriptor kFakeBackendDescriptor{BackendKind::fake,       "fake",
+                                               fake_unavailable_reason, make_fake_backend,
+                                               no_device_note,          nothing_to_prepare,
+                                               /*default_budget=*/24,   /*fork_safe=*/true,
+                                               /*side_by_side=*/true,   /*simulated=*/true};
 
 }  // namespace emm::conformance

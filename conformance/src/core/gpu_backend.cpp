@@ -401,15 +401,10 @@ std::string gpu_unavailable_reason(const Capabilities&) {
 // A GPU sequence costs a few milliseconds (every call is a real driver call, pinned host memory
 // hundreds of microseconds: docs/engine.md): 8 per clause.
 extern const BackendDescriptor kGpuBackendDescriptor;  // the registry's row (core/backend.cpp)
-const BackendDescriptor kGpuBackendDescriptor{.kind = BackendKind::gpu,
-                                              .name = "gpu",
-                                              .unavailable_reason = gpu_unavailable_reason,
-                                              .make = make_gpu_backend,
-                                              .device_note = gpu_ledger_status,
-                                              .prepare_process = prepare_gpu_process,
-                                              .default_budget = 8,
-                                              .fork_safe = false,
-                                              .side_by_side = false,
-                                              .simulated = false};
+const BackendDescriptor kGpuBackendDescriptor{BackendKind::gpu,       "gpu",
+                                              gpu_unavailable_reason, make_gpu_backend,
+                                              gpu_ledger_status,      prepare_gpu_process,
+                                              /*default_budget=*/8,   /*fork_safe=*/false,
+                                              /*side_by_side=*/false, /*simulated=*/false};
 
 }  // namespace emm::conformance
