@@ -21,6 +21,7 @@
 #include "emm/conformance/clause_scheduler.hpp"
 #include "emm/conformance/nep49_certify.hpp"
 #include "emm/conformance/plugin_probe.hpp"
+#include "emm/conformance/report.hpp"
 #include "emm/conformance/report_index.hpp"
 #include "emm/conformance/report_paths.hpp"
 #include "emm/conformance/report_writers.hpp"
@@ -172,7 +173,8 @@ std::vector<ClauseResult> not_run(const std::vector<const Clause*>& clauses,
       result.level = clause->level;
       result.outcome = Outcome::not_run;
       result.message = "[" + clause->id + "] not run: the " +
-                       (clause->nep49 ? "handler" : "plugin") + " could not be loaded: " + cause;
+                       std::string(subject_noun(subject_of(*clause))) +
+                       " could not be loaded: " + cause;
       results.push_back(std::move(result));
     }
   }
@@ -271,7 +273,8 @@ int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   // The subject: an EMM plugin library, or a NumPy data-memory handler (NEP 49).
   const bool nep49 = options.nep49.has_value();
   const std::string subject_text = nep49 ? options.nep49->text() : options.plugin_path;
-  const std::string_view subject_kind = nep49 ? "handler" : "plugin";
+  const SubjectKind subject = nep49 ? SubjectKind::nep49_handler : SubjectKind::emm_plugin;
+  const std::string_view subject_kind = subject_noun(subject);
   const std::vector<const Clause*> clauses = !options.only.empty() ? options.only
                                              : nep49               ? catalogue().nep49_clauses()
                                                                    : catalogue().plugin_clauses();
@@ -301,7 +304,7 @@ int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
 
   const bool report_loaded = probe.loaded;
   CertificationReport report;
-  report.subject = nep49 ? SubjectKind::nep49_handler : SubjectKind::emm_plugin;
+  report.subject = subject;
   report.kit_version = kKitVersion;
   report.catalogue_version = catalogue().version();
   if (!probe.loaded) {

@@ -12,6 +12,7 @@
 #include "emm/conformance/check_registry.hpp"
 #include "emm/conformance/child_process.hpp"
 #include "emm/conformance/evaluate.hpp"
+#include "emm/conformance/report.hpp"
 #include "emm/conformance/result_codec.hpp"
 #include "emm/plugin_loader.hpp"
 #include "process/crash_stack.hpp"
@@ -186,7 +187,7 @@ std::string last_output(const std::string& output) {
 
 // "the plugin", or "the handler" for a NEP 49 clause (whose subject is always a handler).
 std::string the_subject(const ClauseJob& job) {
-  return job.clause->nep49 ? "the handler" : "the plugin";
+  return "the " + std::string(subject_noun(subject_of(*job.clause)));
 }
 
 ClauseResult failure(const ClauseJob& job, Outcome outcome, const std::string& what,

@@ -16,6 +16,10 @@ std::string_view subject_noun(SubjectKind kind) noexcept {
   return kind == SubjectKind::nep49_handler ? "handler" : "plugin";
 }
 
+SubjectKind subject_of(const Clause& clause) noexcept {
+  return clause.nep49 ? SubjectKind::nep49_handler : SubjectKind::emm_plugin;
+}
+
 Certificate make_certificate(CertificationReport report) {
   std::vector<BackendKind> ran;
   for (const BackendStatus& b : report.backends) {

@@ -43,6 +43,8 @@ enum class SubjectKind { emm_plugin, nep49_handler };
 std::string_view to_string(SubjectKind kind) noexcept;
 // "plugin" or "handler", for prose ("the handler could not be loaded").
 std::string_view subject_noun(SubjectKind kind) noexcept;
+// The kind of subject `clause` certifies: a NEP49 clause a handler, any other a plugin.
+SubjectKind subject_of(const Clause& clause) noexcept;
 
 struct CertificationReport {
   SubjectKind subject = SubjectKind::emm_plugin;
