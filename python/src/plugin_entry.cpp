@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 #include "emm/errors.hpp"
 #include "emm/plugin_abi.hpp"
@@ -23,17 +24,34 @@ struct LoadedPythonPlugin {
 
 const PythonPlugin* current_plugin = nullptr;
 
-LoadedPythonPlugin* load_from_environment() {
-  const char* target = std::getenv(kPluginVariable);
-  if (target == nullptr || *target == '\0') {
-    throw PluginLoadError("libemm_python",
-                          std::string(kPluginVariable) +
-                              " is not set; it names the Python plugin class as MODULE[:ATTR] "
-                              "(emm-certify --python MODULE[:ATTR] sets it)");
+// What emm_python_select_class named; read by the entry point's first call.
+struct Selection {
+  std::string target;
+  std::optional<std::string> capabilities;
+};
+std::optional<Selection> selected;
+bool presented = false;  // the entry point has run
+
+// The selected class, else the one the environment names.
+LoadedPythonPlugin* load_selected() {
+  Selection selection;
+  if (selected) {
+    selection = *selected;
+  } else {
+    const char* target = std::getenv(kPluginVariable);
+    if (target == nullptr || *target == '\0') {
+      throw PluginLoadError("libemm_python",
+                            std::string("no Python plugin class was named: emm-certify --python "
+                                        "MODULE[:ATTR] names it, or set ") +
+                                kPluginVariable + "=MODULE[:ATTR] before loading libemm_python");
+    }
+    selection.target = target;
+    if (const char* capabilities = std::getenv(kCapabilitiesVariable)) {
+      selection.capabilities = capabilities;
+    }
   }
-  const char* capabilities = std::getenv(kCapabilitiesVariable);
-  const std::optional<std::string> override =
-      capabilities != nullptr ? std::optional<std::string>(capabilities) : std::nullopt;
+  const char* target = selection.target.c_str();
+  const std::optional<std::string>& override = selection.capabilities;
   auto* loaded = new LoadedPythonPlugin{"python:" + std::string(target), {}, {}};
   try {
     ensure_interpreter();
@@ -64,6 +82,17 @@ LoadedPythonPlugin* load_from_environment() {
 // can run from late finalizers).
 extern "C" __attribute__((visibility("default"))) const emm::PluginDescriptor*
 emm_memory_manager_plugin() {
-  static const emm::python::LoadedPythonPlugin* const loaded = emm::python::load_from_environment();
+  emm::python::presented = true;
+  static const emm::python::LoadedPythonPlugin* const loaded = emm::python::load_selected();
   return &loaded->descriptor;
+}
+
+extern "C" __attribute__((visibility("default"))) bool emm_python_select_class(
+    const char* target, const char* capabilities) {
+  static_assert(
+      std::is_same_v<decltype(&emm_python_select_class), emm::python::SelectClassFunction>);
+  if (emm::python::presented || target == nullptr) return false;
+  emm::python::selected.emplace(emm::python::Selection{
+      target, capabilities != nullptr ? std::optional<std::string>(capabilities) : std::nullopt});
+  return true;
 }

@@ -10,7 +10,6 @@
 #include <cstring>
 
 #include "emm/conformance/child_process.hpp"
-#include "emm/python/plugin_entry.hpp"
 #include "engine/commands.hpp"
 #include "engine/render.hpp"
 
@@ -344,8 +343,7 @@ void explore(ClauseRun& run, const Property& property) {
     for (const Call& call : findings.trace.calls) reproducer.calls.push_back(call.cpp);
     reproducer.gtest = render_gtest(run, findings.trace, findings.message, reproducer);
     reproducer.python = render_python(run, findings.trace, findings.message, reproducer);
-    // libemm_python presents the class named by this variable (python/.../plugin_entry.hpp).
-    reproducer.for_python = std::getenv(python::kPluginVariable) != nullptr;
+    reproducer.for_python = run.options().python_plugin;
     run.set_reproducer(std::move(reproducer));
     throw ClauseFailure(findings.message);
   }

@@ -19,12 +19,12 @@
 #include "emm/conformance/certify_cli.hpp"
 #include "emm/conformance/child_process.hpp"
 #include "emm/conformance/clause_scheduler.hpp"
-#include "emm/conformance/nep49_certify.hpp"
 #include "emm/conformance/plugin_probe.hpp"
 #include "emm/conformance/report.hpp"
 #include "emm/conformance/report_index.hpp"
 #include "emm/conformance/report_paths.hpp"
 #include "emm/conformance/report_writers.hpp"
+#include "emm/conformance/subject.hpp"
 #include "emm/conformance/text_escaping.hpp"
 #include "emm/errors.hpp"
 #include "process/interruption.hpp"
@@ -258,61 +258,38 @@ int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   // here and killed after each child (child_process.hpp).
   ensure_default_sigchld();
   become_child_subreaper();
-  if (!options.python_target.empty()) {
-    // Read by libemm_python in the processes that load it (python/.../plugin_entry.hpp).
-    ::setenv("EMM_PYTHON_PLUGIN", options.python_target.c_str(), 1);
-    if (options.python_capabilities) {
-      ::setenv("EMM_PYTHON_CAPABILITIES", options.python_capabilities->c_str(), 1);
-    } else {
-      ::unsetenv("EMM_PYTHON_CAPABILITIES");
-    }
-  }
-
   const std::chrono::milliseconds timeout = std::chrono::seconds(options.timeout_s);
   const ProbeSettings probe_settings{timeout, memory_limit(options)};
-  // The subject: an EMM plugin library, or a NumPy data-memory handler (NEP 49).
-  const bool nep49 = options.nep49.has_value();
-  const std::string subject_text = nep49 ? options.nep49->text() : options.plugin_path;
-  const SubjectKind subject = nep49 ? SubjectKind::nep49_handler : SubjectKind::emm_plugin;
-  const std::string_view subject_kind = subject_noun(subject);
-  const std::vector<const Clause*> clauses = !options.only.empty() ? options.only
-                                             : nep49               ? catalogue().nep49_clauses()
-                                                                   : catalogue().plugin_clauses();
+  // The subject: an EMM plugin library, a Python plugin class or a NEP 49 handler.
+  const std::unique_ptr<Subject> subject = make_subject(options);
+  const std::string_view subject_kind = subject_noun(subject->kind());
+  const std::vector<const Clause*> clauses =
+      !options.only.empty() ? options.only : subject->clauses();
 
   out << "emm-certify " << kKitVersion << " (catalogue " << catalogue().version()
-      << "): certifying " << (nep49 ? "the NEP 49 handler " : "")
-      << visible_text(options.python_target.empty() ? subject_text
-                                                    : "the Python class " + options.python_target +
-                                                          " through " + options.plugin_path)
-      << " (isolation " << to_string(options.isolation) << ")\n";
-  if (!nep49 && options.python_target.empty()) {
-    if (const std::optional<std::string> line = thread_sanitizer_status(options.plugin_path)) {
-      out << *line << "\n";
-    }
-  }
+      << "): certifying " << visible_text(subject->title()) << " (isolation "
+      << to_string(options.isolation) << ")\n";
+  for (const std::string& line : subject->preface()) out << line << "\n";
   out.flush();
   // Even for --in-process the subject is loaded in a child first: a load that ends the process
   // (exit() in a static initialiser, a sanitizer runtime that cannot start) is then "could not
   // load", exit status 2, never a status of the plugin's choosing.
   const bool in_process = options.isolation == Isolation::in_process;
-  ProbeResult probe = nep49 ? probe_nep49(*options.nep49, probe_settings)
-                            : probe_plugin(options.plugin_path, probe_settings);
-  if (probe.loaded && in_process) {
-    probe = nep49 ? probe_nep49_in_process(*options.nep49)
-                  : probe_plugin_in_process(options.plugin_path);
-  }
+  ProbeResult probe = subject->probe(probe_settings);
+  if (probe.loaded && in_process) probe = subject->probe_in_process();
 
   const bool report_loaded = probe.loaded;
   CertificationReport report;
-  report.subject = subject;
+  report.subject = subject->kind();
   report.kit_version = kKitVersion;
   report.catalogue_version = catalogue().version();
   if (!probe.loaded) {
-    err << "emm-certify: could not load the " << subject_kind << " " << visible_text(subject_text)
-        << ": " << report_format::console_text(probe.failure) << "\n";
+    err << "emm-certify: could not load the " << subject_kind << " "
+        << visible_text(subject->path()) << ": " << report_format::console_text(probe.failure)
+        << "\n";
     report.plugin_loaded = false;
     report.load_failure = probe.failure;
-    report.plugin.description.path = subject_text;
+    report.plugin.description.path = subject->path();
     for (const BackendKind backend : options.backends) {
       report.backends.push_back(
           {backend, false, "", "the " + std::string(subject_kind) + " could not be loaded"});
@@ -321,20 +298,7 @@ int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   } else {
     const Capabilities& capabilities = probe.description.capabilities;
     report.plugin = PluginInfo{probe.description, probe.interface_version};
-    if (nep49) {
-      out << "handler '" << report_format::console_text(probe.description.name) << "'\n";
-    } else {
-      out << "plugin '" << report_format::console_text(probe.description.name) << "', declares:";
-      for (const CapabilityField& field : kCapabilityFields) {
-        if (declared(capabilities, field)) out << " " << field.name;
-      }
-      out << "\n";
-    }
-    if (!nep49 && !probe.interface_version) {
-      err << "emm-certify: warning: could not read interface_version() from a null-context "
-             "instance ("
-          << report_format::console_text(probe.interface_problem) << "; REG-1/REG-2 report why)\n";
-    }
+    subject->describe(probe, out, err);
     // Each backend's availability is decided once, here; children run what they are given.
     std::vector<ClauseJob> jobs;
     for (const BackendKind backend : options.backends) {
@@ -356,7 +320,7 @@ int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
     std::size_t done = 0;
     SchedulerSettings settings{options.plugin_path,   {}, options.isolation,       timeout,
                                memory_limit(options), 2,  options.backend_settings};
-    if (nep49) settings.load_subject = nep49_subject_loader(*options.nep49);
+    settings.load_subject = subject->loader();
     report.results = run_clause_jobs(jobs, settings, [&](const ClauseResult& r) {
       char line[160];
       std::snprintf(line, sizeof line, "[%3zu/%zu] %-10s %-5s %-14s %8.0f ms", ++done, jobs.size(),
@@ -397,22 +361,14 @@ int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
     }
   }
   int status = certificate.verdict.exit_status();
-  // A Python plugin runs on the gpu backend only: without one nothing was certified, which is
-  // a condition of this machine, not a verdict on the plugin.
   const bool any_ran =
       std::any_of(certificate.report.backends.begin(), certificate.report.backends.end(),
                   [](const BackendStatus& backend) { return backend.ran; });
-  if (!options.python_target.empty() && report_loaded && !any_ran) {
-    err << "emm-certify: the Python plugin " << visible_text(options.python_target)
-        << " was not certified: it calls the CUDA driver through numba and runs on the gpu "
-           "backend only, which cannot run here";
-    for (const BackendStatus& backend : certificate.report.backends) {
-      if (!backend_descriptor(backend.kind).simulated) {
-        err << " (" << visible_text(backend.reason) << ")";
-      }
+  if (report_loaded && !any_ran) {
+    if (const std::optional<std::string> why = subject->nothing_ran(certificate.report.backends)) {
+      err << "emm-certify: " << *why << "\n";
+      status = kExitUsage;
     }
-    err << "; run it on a machine with a GPU\n";
-    status = kExitUsage;
   }
   // A report that could not be written does not hide a verdict against the plugin; it only
   // keeps a certificate from being claimed without its report.

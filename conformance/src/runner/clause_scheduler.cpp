@@ -11,10 +11,8 @@
 #include "emm/conformance/backend_descriptor.hpp"
 #include "emm/conformance/check_registry.hpp"
 #include "emm/conformance/child_process.hpp"
-#include "emm/conformance/evaluate.hpp"
 #include "emm/conformance/report.hpp"
 #include "emm/conformance/result_codec.hpp"
-#include "emm/plugin_loader.hpp"
 #include "process/crash_stack.hpp"
 #include "process/interruption.hpp"
 #include "runner/field_codec.hpp"
@@ -67,57 +65,10 @@ std::string fresh_nonce() {
 
 // --- the child's side ---------------------------------------------------------------------------
 
-// The clause left the device unusable for this process: whatever it concluded, it fails for
-// that, since only this clause's plugin calls ran since the device was last usable.
-void poisoned_device(ClauseResult& result, const std::string& why) {
-  const std::string text =
-      "after this clause the device cannot be used by the process any "
-      "more (" +
-      why +
-      "): the plugin made the driver fault, e.g. by "
-      "freeing memory twice or handing out memory that was freed, so a "
-      "copy or memset hit memory that was no longer allocated";
-  if (result.outcome == Outcome::pass || result.outcome == Outcome::not_supported) {
-    result.outcome = Outcome::fail;
-    result.message = "[" + result.clause->id + "] " + text;
-  } else {
-    result.message += "; " + text;
-  }
-}
-
-// The evaluator of an EMM plugin library: the plugin clauses on a backend made with the run's
-// settings; a clause that leaves the device unusable fails for it.
-LoadedSubject plugin_evaluator(const std::string& path) {
-  LoadedSubject loaded;
-  try {
-    loaded.evaluate = [subject = subject_from_library(load_plugin(path))](
-                          const Clause& clause, BackendKind kind, const BackendSettings& settings,
-                          bool& reusable) {
-      try {
-        const std::unique_ptr<Backend> backend = make_backend(kind, settings);
-        RunOptions options;
-        options.exploration = settings.exploration;
-        ClauseResult result = evaluate(subject, clause, *backend, options);
-        if (const std::optional<std::string> why = backend->unusable_device()) {
-          reusable = false;
-          poisoned_device(result, *why);
-        }
-        if (!backend->reusable()) reusable = false;
-        return result;
-      } catch (...) {
-        return backend_not_available(subject, clause, kind, describe_current_exception());
-      }
-    };
-  } catch (...) {
-    loaded.failure = describe_current_exception();
-  }
-  return loaded;
-}
-
 // Every process that runs clauses loads the subject here, and installs the crash stack first.
 LoadedSubject load_in_child(const SchedulerSettings& settings) {
   install_crash_stack_from_environment();
-  return settings.load_subject ? settings.load_subject() : plugin_evaluator(settings.plugin_path);
+  return settings.load_subject();
 }
 
 // Sends `answer` after flushing what the clause printed, so that the parent finds the clause's

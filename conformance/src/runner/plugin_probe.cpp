@@ -66,10 +66,11 @@ std::optional<ProbeResult> decode(std::string_view in, const std::string& path) 
 namespace {
 
 // Loads the library and reads its declaration (probe.loaded, probe.description).
-ProbeResult load_and_describe(const std::string& path, LoadedPlugin& plugin) {
+ProbeResult load_and_describe(const std::string& path, const PluginLoad& load,
+                              LoadedPlugin& plugin) {
   ProbeResult probe;
   try {
-    plugin = load_plugin(path);
+    plugin = load ? load() : load_plugin(path);
   } catch (const std::exception& error) {
     probe.failure = error.what();
     return probe;
@@ -103,9 +104,9 @@ constexpr std::string_view kInstanceEndedTheProcess =
 
 }  // namespace
 
-ProbeResult probe_plugin_in_process(const std::string& path) {
+ProbeResult probe_plugin_in_process(const std::string& path, const PluginLoad& load) {
   LoadedPlugin plugin;
-  ProbeResult probe = load_and_describe(path, plugin);
+  ProbeResult probe = load_and_describe(path, load, plugin);
   if (probe.loaded) ask_null_context_instance(plugin, probe);
   return probe;
 }
@@ -128,7 +129,8 @@ std::string sanitizer_hint(std::string_view text) {
   return "";
 }
 
-ProbeResult probe_in_child(const std::string& path, const ProbeSettings& settings) {
+ProbeResult probe_in_child(const std::string& path, const ProbeSettings& settings,
+                           const PluginLoad& load) {
   ProbeResult failed;
   ChildOptions options;
   options.result_channel = true;
@@ -136,12 +138,12 @@ ProbeResult probe_in_child(const std::string& path, const ProbeSettings& setting
   std::optional<ChildProcess> child;
   try {
     child.emplace(ChildProcess::fork(
-        [&path] {
+        [&path, &load] {
           // Two frames: the load report first, then the same with the null-context instance's
           // answer, so that an instance that crashes or hangs (in its destructor, say) is
           // reported as REG-2's failure with full reports, not as a library that cannot load.
           LoadedPlugin plugin;
-          ProbeResult probe = load_and_describe(path, plugin);
+          ProbeResult probe = load_and_describe(path, load, plugin);
           if (probe.loaded) {
             ProbeResult provisional = probe;
             provisional.interface_problem = kInstanceEndedTheProcess;
@@ -212,8 +214,9 @@ ProbeResult probe_in_child(const std::string& path, const ProbeSettings& setting
 
 }  // namespace
 
-ProbeResult probe_plugin(const std::string& path, const ProbeSettings& settings) {
-  ProbeResult probe = probe_in_child(path, settings);
+ProbeResult probe_plugin(const std::string& path, const ProbeSettings& settings,
+                         const PluginLoad& load) {
+  ProbeResult probe = probe_in_child(path, settings, load);
   if (!probe.loaded) probe.failure += sanitizer_hint(probe.failure);
   return probe;
 }

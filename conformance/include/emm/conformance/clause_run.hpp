@@ -72,6 +72,9 @@ struct RunOptions {
   std::function<ProbeDriver()> make_probe_driver;
   // The seed and number of the generated sequences a clause's property is checked over.
   Exploration exploration;
+  // The plugin is a Python class (emm-certify --python): a failure's shortest sequence is shown
+  // as Python (Reproducer::for_python).
+  bool python_plugin = false;
 };
 
 // Concatenates its arguments with operator<< (messages without <format>).

@@ -59,9 +59,8 @@ struct ReportPaths {
 
 struct CertifyOptions {
   std::string plugin_path;  // as given, with "./" prepended when it has no slash
-  // --python: the Python plugin class (MODULE[:ATTR]); plugin_path is then libemm_python, which
-  // reads the class and the --capabilities override from the environment
-  // (python/include/emm/python/plugin_entry.hpp).
+  // --python: the Python plugin class (MODULE[:ATTR]); plugin_path is then libemm_python, told
+  // the class and the --capabilities override in each child (subject.hpp).
   std::string python_target;
   std::optional<std::string> python_capabilities;
   // A NumPy data-memory handler to certify against the nep49 clauses instead of a plugin.

@@ -64,10 +64,10 @@ struct LoadedSubject {
 };
 
 struct SchedulerSettings {
+  // The library a ThreadSanitizer report names when its stacks run through it.
   std::string plugin_path;
   // Loads the subject in a child (or, in_process, here) and returns its evaluator; an empty one
-  // when it cannot, after printing why. Unset: the EMM plugin library at plugin_path. Another
-  // kind of subject (a NEP 49 handler) sets it.
+  // when it cannot, after printing why (Subject::loader(), subject.hpp). Required.
   std::function<LoadedSubject()> load_subject;
   Isolation isolation = Isolation::backend;
   std::chrono::milliseconds timeout{60000};

@@ -17,10 +17,12 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 
 #include "emm/conformance/plugin_subject.hpp"
+#include "emm/plugin_loader.hpp"
 
 namespace emm::conformance {
 
@@ -37,10 +39,16 @@ struct ProbeResult {
   std::string interface_problem;  // why interface_version is unknown
 };
 
-ProbeResult probe_plugin(const std::string& path, const ProbeSettings& settings);
+// How a probe brings the library into its process: emm::load_plugin(path) unless the subject
+// does more (a Python class names its class first; subject.hpp).
+using PluginLoad = std::function<LoadedPlugin()>;
+
+[[nodiscard]] ProbeResult probe_plugin(const std::string& path, const ProbeSettings& settings,
+                                       const PluginLoad& load = {});
 
 // The same, in this process (for --in-process, after probe_plugin() loaded it in a child): a
 // plugin that crashes here takes the caller down.
-ProbeResult probe_plugin_in_process(const std::string& path);
+[[nodiscard]] ProbeResult probe_plugin_in_process(const std::string& path,
+                                                  const PluginLoad& load = {});
 
 }  // namespace emm::conformance

@@ -1,12 +1,18 @@
-#include "emm/conformance/nep49_certify.hpp"
-
+// A NumPy data-memory handler (NEP 49) as emm-certify's subject (subject.hpp): the NEP49
+// clauses, with the same scheduler, outcomes and reports as a plugin. Like a plugin library the
+// handler is loaded (and CPython started, for --nep49) only in child processes, and here only for
+// --in-process.
 #include <cstdio>
 #include <cstring>
 #include <memory>
 
 #include "emm/conformance/backend.hpp"
+#include "emm/conformance/catalogue.hpp"
 #include "emm/conformance/child_process.hpp"
 #include "emm/conformance/nep49_registry.hpp"
+#include "emm/conformance/nep49_subject.hpp"
+#include "emm/conformance/subject.hpp"
+#include "runner/report_format.hpp"
 
 namespace emm::conformance {
 namespace {
@@ -26,8 +32,6 @@ ProbeResult loaded(const Nep49SubjectSpec& spec, const std::string& name) {
   result.description.path = spec.text();
   return result;
 }
-
-}  // namespace
 
 ProbeResult probe_nep49_in_process(const Nep49SubjectSpec& spec) {
   try {
@@ -109,6 +113,33 @@ std::function<LoadedSubject()> nep49_subject_loader(const Nep49SubjectSpec& spec
     };
     return loaded;
   };
+}
+
+class Nep49HandlerSubject final : public Subject {
+ public:
+  explicit Nep49HandlerSubject(Nep49SubjectSpec spec) : spec_(std::move(spec)) {}
+
+  SubjectKind kind() const noexcept override { return SubjectKind::nep49_handler; }
+  std::string path() const override { return spec_.text(); }
+  std::string title() const override { return "the NEP 49 handler " + spec_.text(); }
+  std::vector<const Clause*> clauses() const override { return catalogue().nep49_clauses(); }
+  ProbeResult probe(const ProbeSettings& settings) const override {
+    return probe_nep49(spec_, settings);
+  }
+  ProbeResult probe_in_process() const override { return probe_nep49_in_process(spec_); }
+  void describe(const ProbeResult& probe, std::ostream& out, std::ostream&) const override {
+    out << "handler '" << report_format::console_text(probe.description.name) << "'\n";
+  }
+  std::function<LoadedSubject()> loader() const override { return nep49_subject_loader(spec_); }
+
+ private:
+  Nep49SubjectSpec spec_;
+};
+
+}  // namespace
+
+std::unique_ptr<Subject> nep49_handler_subject(Nep49SubjectSpec spec) {
+  return std::make_unique<Nep49HandlerSubject>(std::move(spec));
 }
 
 }  // namespace emm::conformance
