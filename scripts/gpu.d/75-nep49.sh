@@ -21,14 +21,14 @@ mkdir -p "$out"
 # The interpreter the build's bridge embeds, else EMM_NEP49_PYTHON, else the python3 on PATH.
 python="$(sed -n 's/^EMM_NEP49_PYTHON_EXECUTABLE:INTERNAL=//p' "$build/CMakeCache.txt" 2>/dev/null || true)"
 python="${EMM_NEP49_PYTHON:-${python:-$(command -v python3)}}"
-if [[ ! -f "$build/conformance/libemm_nep49_numpy.so" ]]; then
+if [[ ! -f "$build/nep49/libemm_nep49_numpy.so" ]]; then
   echo "nep49: no NumPy bridge in $build; configuring with EMM_NEP49_PYTHON=$python"
   cmake --preset default -DEMM_NEP49_PYTHON="$python" >"$out/configure.log"
   python="$(sed -n 's/^EMM_NEP49_PYTHON_EXECUTABLE:INTERNAL=//p' "$build/CMakeCache.txt")"
 fi
 cmake --build --preset default --target emm-certify emm_nep49_pinned emm_nep49_pinned_module \
   emm_example_pool >"$out/build.log"
-if [[ ! -f "$build/conformance/libemm_nep49_numpy.so" ]]; then
+if [[ ! -f "$build/nep49/libemm_nep49_numpy.so" ]]; then
   echo "nep49: the NumPy bridge was not built (see $out/configure.log): $python needs NumPy >= 1.22" \
     "and CPython's headers" >&2
   exit 1

@@ -1,4 +1,4 @@
-// The NEP 49 property engine (conformance/src/nep49/engine, spec §8): zoo handlers whose defect
+// The NEP 49 property engine (nep49/src/engine, spec §8): zoo handlers whose defect
 // needs a particular sequence (a wrong free size and then a calloc, the factory asked again, many
 // threads at once) are found, shrunk to a few calls and reported with the seed that replays them;
 // the same seed gives the same sequence; a crash is a failing sequence like any other; --budget
