@@ -8,19 +8,22 @@
 
 namespace emm::conformance {
 
-// The registry: one row per BackendKind, in kBackendKinds' order, each defined beside its
+// The registry: one row per BackendKind (EMM_BACKEND_KINDS), each descriptor defined beside its
 // implementation (backend_descriptor.hpp).
-extern const BackendDescriptor kFakeBackendDescriptor;  // fake_backend.cpp
-extern const BackendDescriptor kGpuBackendDescriptor;   // gpu_backend.cpp
+#define EMM_BACKEND_DESCRIPTOR_DECLARATION(row) \
+  extern const BackendDescriptor row##_backend_descriptor;
+EMM_BACKEND_KINDS(EMM_BACKEND_DESCRIPTOR_DECLARATION)
+#undef EMM_BACKEND_DESCRIPTOR_DECLARATION
 
 const BackendDescriptor& backend_descriptor(BackendKind kind) noexcept {
   switch (kind) {
-    case BackendKind::fake:
-      return kFakeBackendDescriptor;
-    case BackendKind::gpu:
-      return kGpuBackendDescriptor;
+#define EMM_BACKEND_DESCRIPTOR_CASE(row) \
+  case BackendKind::row:                 \
+    return row##_backend_descriptor;
+    EMM_BACKEND_KINDS(EMM_BACKEND_DESCRIPTOR_CASE)
+#undef EMM_BACKEND_DESCRIPTOR_CASE
   }
-  return kFakeBackendDescriptor;  // unreachable: every enumerator has its row
+  return fake_backend_descriptor;  // unreachable: every enumerator has its row
 }
 
 std::string_view to_string(BackendKind kind) noexcept { return backend_descriptor(kind).name; }

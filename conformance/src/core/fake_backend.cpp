@@ -119,11 +119,11 @@ void nothing_to_prepare(bool, std::chrono::milliseconds) {}
 }  // namespace
 
 // A fake sequence costs well under a millisecond (docs/engine.md): 24 per clause.
-extern const BackendDescriptor kFakeBackendDescriptor;  // the registry's row (core/backend.cpp)
-const BackendDescriptor kFakeBackendDescriptor{BackendKind::fake,       "fake",
-                                               fake_unavailable_reason, make_fake_backend,
-                                               no_device_note,          nothing_to_prepare,
-                                               /*default_budget=*/24,   /*fork_safe=*/true,
-                                               /*side_by_side=*/true,   /*simulated=*/true};
+extern const BackendDescriptor fake_backend_descriptor;  // the registry's row (core/backend.cpp)
+const BackendDescriptor fake_backend_descriptor{BackendKind::fake,       "fake",
+                                                fake_unavailable_reason, make_fake_backend,
+                                                no_device_note,          nothing_to_prepare,
+                                                /*default_budget=*/24,   /*fork_safe=*/true,
+                                                /*side_by_side=*/true,   /*simulated=*/true};
 
 }  // namespace emm::conformance

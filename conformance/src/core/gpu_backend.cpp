@@ -400,11 +400,11 @@ std::string gpu_unavailable_reason(const Capabilities&) {
 
 // A GPU sequence costs a few milliseconds (every call is a real driver call, pinned host memory
 // hundreds of microseconds: docs/engine.md): 8 per clause.
-extern const BackendDescriptor kGpuBackendDescriptor;  // the registry's row (core/backend.cpp)
-const BackendDescriptor kGpuBackendDescriptor{BackendKind::gpu,       "gpu",
-                                              gpu_unavailable_reason, make_gpu_backend,
-                                              gpu_ledger_status,      prepare_gpu_process,
-                                              /*default_budget=*/8,   /*fork_safe=*/false,
-                                              /*side_by_side=*/false, /*simulated=*/false};
+extern const BackendDescriptor gpu_backend_descriptor;  // the registry's row (core/backend.cpp)
+const BackendDescriptor gpu_backend_descriptor{BackendKind::gpu,       "gpu",
+                                               gpu_unavailable_reason, make_gpu_backend,
+                                               gpu_ledger_status,      prepare_gpu_process,
+                                               /*default_budget=*/8,   /*fork_safe=*/false,
+                                               /*side_by_side=*/false, /*simulated=*/false};
 
 }  // namespace emm::conformance

@@ -14,9 +14,25 @@
 
 namespace emm::conformance {
 
-enum class BackendKind { fake, gpu };
+// The backends, one row each, in the order a certificate lists them. A row's descriptor (its
+// name, factory, availability and the facts the runner acts on) is defined beside the backend,
+// as `<row>_backend_descriptor` in conformance/src/core/<row>_backend.cpp: adding a backend is
+// this row and that file (docs/architecture.md).
+#define EMM_BACKEND_KINDS(X) \
+  X(fake)                    \
+  X(gpu)
 
-inline constexpr std::array<BackendKind, 2> kBackendKinds{BackendKind::fake, BackendKind::gpu};
+enum class BackendKind {
+#define EMM_BACKEND_KIND_ENUMERATOR(row) row,
+  EMM_BACKEND_KINDS(EMM_BACKEND_KIND_ENUMERATOR)
+#undef EMM_BACKEND_KIND_ENUMERATOR
+};
+
+inline constexpr std::array kBackendKinds{
+#define EMM_BACKEND_KIND_VALUE(row) BackendKind::row,
+    EMM_BACKEND_KINDS(EMM_BACKEND_KIND_VALUE)
+#undef EMM_BACKEND_KIND_VALUE
+};
 
 // How make_backend() (backend.hpp) builds a backend, and how the clauses run on it explore
 // sequences; emm-certify's --devices sets fake_devices, --seed and --budget the exploration.

@@ -6,11 +6,11 @@
 //   fake.name;                                  // "fake"
 //   std::unique_ptr<Backend> b = fake.make(settings, /*keep_context=*/true);
 //
-// The registry (backend_descriptor(), core/backend.cpp) has one row per BackendKind; each row
-// is defined beside its Backend implementation (core/fake_backend.cpp, core/gpu_backend.cpp).
-// Adding a backend: its enumerator in BackendKind and kBackendKinds (backend_kind.hpp), its
-// implementation and descriptor (a new core/<name>_backend.cpp), its row in the registry
-// (core/backend.cpp), and that file in conformance/CMakeLists.txt.
+// The registry (backend_descriptor(), core/backend.cpp) has one row per row of
+// EMM_BACKEND_KINDS (backend_kind.hpp); each, `<row>_backend_descriptor`, is defined beside its
+// Backend implementation (core/fake_backend.cpp, core/gpu_backend.cpp). Adding a backend: its
+// row in EMM_BACKEND_KINDS and a new core/<row>_backend.cpp with its implementation and
+// descriptor, which the build picks up (conformance/CMakeLists.txt globs core/*_backend.cpp).
 //
 // Thread-safety: the descriptors are constants, and their functions may be called from any
 // thread, as make_backend() may.
