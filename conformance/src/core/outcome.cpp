@@ -1,32 +1,31 @@
 #include "emm/conformance/outcome.hpp"
 
+#include <array>
+#include <cstddef>
+
 #include "emm/conformance/backend_kind.hpp"
 #include "emm/conformance/clause_result.hpp"
 
 namespace emm::conformance {
 
+namespace {
+
+// The JSON report's words, in Outcome's order.
+constexpr std::array<std::string_view, 6> kOutcomeNames{"pass",  "fail",    "not_supported",
+                                                        "crash", "timeout", "not_run"};
+static_assert(kOutcomeNames.size() == static_cast<std::size_t>(Outcome::not_run) + 1,
+              "one name per Outcome");
+
+}  // namespace
+
 std::string_view to_string(Outcome outcome) noexcept {
-  switch (outcome) {
-    case Outcome::pass:
-      return "pass";
-    case Outcome::fail:
-      return "fail";
-    case Outcome::not_supported:
-      return "not_supported";
-    case Outcome::crash:
-      return "crash";
-    case Outcome::timeout:
-      return "timeout";
-    case Outcome::not_run:
-      return "not_run";
-  }
-  return "fail";
+  const auto index = static_cast<std::size_t>(outcome);
+  return index < kOutcomeNames.size() ? kOutcomeNames[index] : "fail";
 }
 
 std::optional<Outcome> parse_outcome(std::string_view text) noexcept {
-  for (Outcome o : {Outcome::pass, Outcome::fail, Outcome::not_supported, Outcome::crash,
-                    Outcome::timeout, Outcome::not_run}) {
-    if (text == to_string(o)) return o;
+  for (std::size_t index = 0; index < kOutcomeNames.size(); ++index) {
+    if (text == kOutcomeNames[index]) return static_cast<Outcome>(index);
   }
   return std::nullopt;
 }

@@ -373,6 +373,29 @@ class Memallocmanaged final : public EngineCommand {
 // The sizes memhostalloc is asked for: pinned memory is costly, so smaller than device sizes.
 constexpr std::size_t kLargestHostAllocation = 2 * MiB;
 
+// A host allocation the plugin returned (memhostalloc or mempin), with what it reports about
+// itself and the device view it maps, recorded and referenced by the session; then its pattern
+// is written and the property sees it.
+void keep_host_allocation(Session& session, Allocation record, const HostAllocation& host) {
+  record.reported_size = host.size();
+  record.reported_mapped = host.is_mapped();
+  const std::shared_ptr<MemoryPointer> mapped = host.mapped_pointer();
+  if (mapped) {
+    record.device_pointer = mapped->device_pointer();
+    record.base = mapped->owner();
+    record.reported_context = mapped->context();
+  } else if (host.pinned_memory()) {
+    record.pinned = host.pinned_memory();
+    record.reported_context = host.pinned_memory()->context();
+  }
+  const int id = record.model.id;
+  const std::string name = record.name;
+  Allocation& allocation = session.record(std::move(record));
+  session.references().push_back({mapped, host, id, name});
+  session.write_pattern(allocation);
+  session.property().allocated(session, allocation);
+}
+
 class Memhostalloc final : public EngineCommand {
  public:
   Memhostalloc(const Model& model, const Plan& plan)
@@ -435,21 +458,7 @@ class Memhostalloc final : public EngineCommand {
     }
     record.host_pointer = host.host_pointer();
     record.reported_host_pointer = host.host_pointer();
-    record.reported_size = host.size();
-    record.reported_mapped = host.is_mapped();
-    std::shared_ptr<MemoryPointer> pointer = host.mapped_pointer();
-    if (pointer) {
-      record.device_pointer = pointer->device_pointer();
-      record.base = pointer->owner();
-      record.reported_context = pointer->context();
-    } else if (host.pinned_memory()) {
-      record.pinned = host.pinned_memory();
-      record.reported_context = host.pinned_memory()->context();
-    }
-    Allocation& allocation = session.record(std::move(record));
-    session.references().push_back({pointer, host, made.id, name});
-    session.write_pattern(allocation);
-    session.property().allocated(session, allocation);
+    keep_host_allocation(session, std::move(record), host);
   }
 
  private:
@@ -548,23 +557,9 @@ class Mempin final : public EngineCommand {
     record.name = name;
     record.host_pointer = pointer;
     record.reported_host_pointer = host.host_pointer();
-    record.reported_size = host.size();
-    record.reported_mapped = host.is_mapped();
     const std::shared_ptr<void> owned = host.owned();
     record.owner_kept = owned && !owned.owner_before(owner) && !owner.owner_before(owned);
-    std::shared_ptr<MemoryPointer> mapped = host.mapped_pointer();
-    if (mapped) {
-      record.device_pointer = mapped->device_pointer();
-      record.base = mapped->owner();
-      record.reported_context = mapped->context();
-    } else if (host.pinned_memory()) {
-      record.pinned = host.pinned_memory();
-      record.reported_context = host.pinned_memory()->context();
-    }
-    Allocation& allocation = session.record(std::move(record));
-    session.references().push_back({mapped, host, made.id, name});
-    session.write_pattern(allocation);
-    session.property().allocated(session, allocation);
+    keep_host_allocation(session, std::move(record), host);
   }
 
  private:

@@ -17,8 +17,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <climits>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -167,26 +169,22 @@ enum class Stage : int {
   execve,
 };
 
+// What each Stage was doing, in Stage's order.
+constexpr std::array<const char*, 8> kStageNames{
+    "setpgid()",
+    "setrlimit(RLIMIT_DATA)",
+    "raising RLIMIT_NOFILE to hold the channel descriptors",
+    "fcntl(F_DUPFD)",
+    "dup2() onto stdin/stdout/stderr",
+    "dup2() onto the channel descriptors",
+    "closing the inherited descriptors",
+    "execve()"};
+static_assert(kStageNames.size() == static_cast<std::size_t>(Stage::execve) + 1,
+              "one name per Stage");
+
 const char* stage_name(Stage stage) {
-  switch (stage) {
-    case Stage::setpgid:
-      return "setpgid()";
-    case Stage::rlimit_data:
-      return "setrlimit(RLIMIT_DATA)";
-    case Stage::rlimit_nofile:
-      return "raising RLIMIT_NOFILE to hold the channel descriptors";
-    case Stage::move_descriptor:
-      return "fcntl(F_DUPFD)";
-    case Stage::dup2_stdio:
-      return "dup2() onto stdin/stdout/stderr";
-    case Stage::dup2_channel:
-      return "dup2() onto the channel descriptors";
-    case Stage::close_descriptors:
-      return "closing the inherited descriptors";
-    case Stage::execve:
-      return "execve()";
-  }
-  return "setup";
+  const auto index = static_cast<std::size_t>(stage);
+  return index < kStageNames.size() ? kStageNames[index] : "setup";
 }
 
 struct SetupFailure {

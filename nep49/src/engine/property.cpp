@@ -1,5 +1,8 @@
 #include "nep49/src/engine/property.hpp"
 
+#include <array>
+#include <cstddef>
+
 #include "nep49/src/engine/properties/registry.hpp"
 
 namespace emm::conformance::nep49_engine {
@@ -34,34 +37,29 @@ const Property* property_for(Nep49Clause clause) noexcept {
   }
 }
 
+namespace {
+
+// How a sequence names each command, in CommandKind's order.
+constexpr std::array<const char*, 12> kCommandNames{"malloc",
+                                                    "calloc",
+                                                    "calloc of elements",
+                                                    "calloc overflowing size_t",
+                                                    "realloc",
+                                                    "realloc beyond any machine",
+                                                    "free",
+                                                    "free with a wrong size",
+                                                    "free(NULL)",
+                                                    "impossible request",
+                                                    "factory asked again",
+                                                    "contention"};
+static_assert(kCommandNames.size() == static_cast<std::size_t>(CommandKind::contention) + 1,
+              "one name per CommandKind");
+
+}  // namespace
+
 const char* to_string(CommandKind kind) noexcept {
-  switch (kind) {
-    case CommandKind::malloc:
-      return "malloc";
-    case CommandKind::calloc:
-      return "calloc";
-    case CommandKind::calloc_elements:
-      return "calloc of elements";
-    case CommandKind::calloc_overflow:
-      return "calloc overflowing size_t";
-    case CommandKind::realloc:
-      return "realloc";
-    case CommandKind::realloc_fail:
-      return "realloc beyond any machine";
-    case CommandKind::free:
-      return "free";
-    case CommandKind::free_hint:
-      return "free with a wrong size";
-    case CommandKind::free_null:
-      return "free(NULL)";
-    case CommandKind::impossible:
-      return "impossible request";
-    case CommandKind::ask_again:
-      return "factory asked again";
-    case CommandKind::contention:
-      return "contention";
-  }
-  return "?";
+  const auto index = static_cast<std::size_t>(kind);
+  return index < kCommandNames.size() ? kCommandNames[index] : "?";
 }
 
 }  // namespace emm::conformance::nep49_engine

@@ -350,37 +350,13 @@ class FreesOnlyItsAllocation final : public Property {
 
 }  // namespace
 
-const Property& alloc_1() {
-  static const MemallocBasics property;
-  return property;
-}
-const Property& alloc_2() {
-  static const NoOverlap property;
-  return property;
-}
-const Property& alloc_3() {
-  static const OutOfMemoryRules property;
-  return property;
-}
-const Property& alloc_5() {
-  static const RefcountAtRest property;
-  return property;
-}
-const Property& alloc_10() {
-  static const ConcurrentAllocation property;
-  return property;
-}
-const Property& alloc_11() {
-  static const Alignment256 property;
-  return property;
-}
-const Property& fin_1() {
-  static const FinalizerExactlyOnce property;
-  return property;
-}
-const Property& fin_5() {
-  static const FreesOnlyItsAllocation property;
-  return property;
-}
+const Property& alloc_1() { return the<MemallocBasics>(); }
+const Property& alloc_2() { return the<NoOverlap>(); }
+const Property& alloc_3() { return the<OutOfMemoryRules>(); }
+const Property& alloc_5() { return the<RefcountAtRest>(); }
+const Property& alloc_10() { return the<ConcurrentAllocation>(); }
+const Property& alloc_11() { return the<Alignment256>(); }
+const Property& fin_1() { return the<FinalizerExactlyOnce>(); }
+const Property& fin_5() { return the<FreesOnlyItsAllocation>(); }
 
 }  // namespace emm::conformance::engine::properties

@@ -161,17 +161,8 @@ class DeferredFreesExecuted final : public Property {
 
 }  // namespace
 
-const Property& defer_2() {
-  static const GuardScopes property;
-  return property;
-}
-const Property& defer_3() {
-  static const HoldsParentGuard property;
-  return property;
-}
-const Property& defer_4() {
-  static const DeferredFreesExecuted property;
-  return property;
-}
+const Property& defer_2() { return the<GuardScopes>(); }
+const Property& defer_3() { return the<HoldsParentGuard>(); }
+const Property& defer_4() { return the<DeferredFreesExecuted>(); }
 
 }  // namespace emm::conformance::engine::properties

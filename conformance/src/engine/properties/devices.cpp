@@ -184,21 +184,9 @@ class StagedIpcAcrossDevices final : public TwoDevices {
 
 }  // namespace
 
-const Property& dev_1() {
-  static const InstancePerContext property;
-  return property;
-}
-const Property& dev_2() {
-  static const AllocationOnCurrentDevice property;
-  return property;
-}
-const Property& dev_3() {
-  static const MemoryInfoPerDevice property;
-  return property;
-}
-const Property& dev_4() {
-  static const StagedIpcAcrossDevices property;
-  return property;
-}
+const Property& dev_1() { return the<InstancePerContext>(); }
+const Property& dev_2() { return the<AllocationOnCurrentDevice>(); }
+const Property& dev_3() { return the<MemoryInfoPerDevice>(); }
+const Property& dev_4() { return the<StagedIpcAcrossDevices>(); }
 
 }  // namespace emm::conformance::engine::properties

@@ -298,13 +298,7 @@ class MempinRules final : public Property {
 
 }  // namespace
 
-const Property& alloc_6() {
-  static const MemhostallocRules property;
-  return property;
-}
-const Property& alloc_7() {
-  static const MempinRules property;
-  return property;
-}
+const Property& alloc_6() { return the<MemhostallocRules>(); }
+const Property& alloc_7() { return the<MempinRules>(); }
 
 }  // namespace emm::conformance::engine::properties

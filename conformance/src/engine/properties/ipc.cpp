@@ -168,17 +168,8 @@ class UndeclaredIpcThrows final : public Property {
 
 }  // namespace
 
-const Property& ipc_1() {
-  static const OffsetsEndToEnd property;
-  return property;
-}
-const Property& ipc_2() {
-  static const PoolSubAllocations property;
-  return property;
-}
-const Property& ipc_7() {
-  static const UndeclaredIpcThrows property;
-  return property;
-}
+const Property& ipc_1() { return the<OffsetsEndToEnd>(); }
+const Property& ipc_2() { return the<PoolSubAllocations>(); }
+const Property& ipc_7() { return the<UndeclaredIpcThrows>(); }
 
 }  // namespace emm::conformance::engine::properties

@@ -317,41 +317,14 @@ class HostOnlyResetDuties final : public Property {
 
 }  // namespace
 
-const Property& reg_1() {
-  static const InterfaceVersionOne property;
-  return property;
-}
-const Property& reg_2() {
-  static const NullContextProbe property;
-  return property;
-}
-const Property& life_2() {
-  static const InitializeIdempotent property;
-  return property;
-}
-const Property& life_4() {
-  static const ConstructedWithoutContext property;
-  return property;
-}
-const Property& life_5() {
-  static const ResetFirst property;
-  return property;
-}
-const Property& life_6() {
-  static const UsableAfterReset property;
-  return property;
-}
-const Property& life_7() {
-  static const ResetReleasesEverything property;
-  return property;
-}
-const Property& life_8() {
-  static const LateFinalizers property;
-  return property;
-}
-const Property& life_10() {
-  static const HostOnlyResetDuties property;
-  return property;
-}
+const Property& reg_1() { return the<InterfaceVersionOne>(); }
+const Property& reg_2() { return the<NullContextProbe>(); }
+const Property& life_2() { return the<InitializeIdempotent>(); }
+const Property& life_4() { return the<ConstructedWithoutContext>(); }
+const Property& life_5() { return the<ResetFirst>(); }
+const Property& life_6() { return the<UsableAfterReset>(); }
+const Property& life_7() { return the<ResetReleasesEverything>(); }
+const Property& life_8() { return the<LateFinalizers>(); }
+const Property& life_10() { return the<HostOnlyResetDuties>(); }
 
 }  // namespace emm::conformance::engine::properties

@@ -132,17 +132,8 @@ class FreedOnceAfterLastReference final : public Property {
 
 }  // namespace
 
-const Property& managed_1() {
-  static const KindSizeAndAttachFlag property;
-  return property;
-}
-const Property& managed_2() {
-  static const HostAndDeviceAlias property;
-  return property;
-}
-const Property& managed_3() {
-  static const FreedOnceAfterLastReference property;
-  return property;
-}
+const Property& managed_1() { return the<KindSizeAndAttachFlag>(); }
+const Property& managed_2() { return the<HostAndDeviceAlias>(); }
+const Property& managed_3() { return the<FreedOnceAfterLastReference>(); }
 
 }  // namespace emm::conformance::engine::properties

@@ -126,13 +126,7 @@ class NotProvidedThrows final : public Property {
 
 }  // namespace
 
-const Property& info_1() {
-  static const MemoryInfoShape property;
-  return property;
-}
-const Property& info_2() {
-  static const NotProvidedThrows property;
-  return property;
-}
+const Property& info_1() { return the<MemoryInfoShape>(); }
+const Property& info_2() { return the<NotProvidedThrows>(); }
 
 }  // namespace emm::conformance::engine::properties

@@ -6,6 +6,13 @@
 
 namespace emm::conformance::engine::properties {
 
+// The one property of type P, made on first use (each function below returns one).
+template <class P>
+const Property& the() {
+  static const P property;
+  return property;
+}
+
 const Property& reg_1();
 const Property& reg_2();
 const Property& life_2();

@@ -97,21 +97,9 @@ class Alignment final : public Property {
 
 }  // namespace
 
-const Property& nep49_5() {
-  static const Malloc property;
-  return property;
-}
-const Property& nep49_6() {
-  static const CallocZeroed property;
-  return property;
-}
-const Property& nep49_7() {
-  static const CallocOverflow property;
-  return property;
-}
-const Property& nep49_12() {
-  static const Alignment property;
-  return property;
-}
+const Property& nep49_5() { return the<Malloc>(); }
+const Property& nep49_6() { return the<CallocZeroed>(); }
+const Property& nep49_7() { return the<CallocOverflow>(); }
+const Property& nep49_12() { return the<Alignment>(); }
 
 }  // namespace emm::conformance::nep49_engine::properties

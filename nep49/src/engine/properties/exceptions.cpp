@@ -26,9 +26,6 @@ class NoExceptionEscapes final : public Property {
 
 }  // namespace
 
-const Property& nep49_14() {
-  static const NoExceptionEscapes property;
-  return property;
-}
+const Property& nep49_14() { return the<NoExceptionEscapes>(); }
 
 }  // namespace emm::conformance::nep49_engine::properties

@@ -102,13 +102,7 @@ class FreeWrongSize final : public Property {
 
 }  // namespace
 
-const Property& nep49_10() {
-  static const FreeNull property;
-  return property;
-}
-const Property& nep49_11() {
-  static const FreeWrongSize property;
-  return property;
-}
+const Property& nep49_10() { return the<FreeNull>(); }
+const Property& nep49_11() { return the<FreeWrongSize>(); }
 
 }  // namespace emm::conformance::nep49_engine::properties

@@ -114,13 +114,7 @@ class ReallocFailureKeepsBlock final : public Property {
 
 }  // namespace
 
-const Property& nep49_8() {
-  static const ReallocPreserves property;
-  return property;
-}
-const Property& nep49_9() {
-  static const ReallocFailureKeepsBlock property;
-  return property;
-}
+const Property& nep49_8() { return the<ReallocPreserves>(); }
+const Property& nep49_9() { return the<ReallocFailureKeepsBlock>(); }
 
 }  // namespace emm::conformance::nep49_engine::properties

@@ -7,6 +7,13 @@
 
 namespace emm::conformance::nep49_engine::properties {
 
+// The one property of type P, made on first use (each function below returns one).
+template <class P>
+const Property& the() {
+  static const P property;
+  return property;
+}
+
 const Property& nep49_5();
 const Property& nep49_6();
 const Property& nep49_7();

@@ -25,9 +25,6 @@ class ThreadsWithoutGil final : public Property {
 
 }  // namespace
 
-const Property& nep49_13() {
-  static const ThreadsWithoutGil property;
-  return property;
-}
+const Property& nep49_13() { return the<ThreadsWithoutGil>(); }
 
 }  // namespace emm::conformance::nep49_engine::properties
