@@ -10,7 +10,8 @@
 // EMM_BACKEND_KINDS (backend_kind.hpp); each, `<row>_backend_descriptor`, is defined beside its
 // Backend implementation (core/fake_backend.cpp, core/gpu_backend.cpp). Adding a backend: its
 // row in EMM_BACKEND_KINDS and a new core/<row>_backend.cpp with its implementation and
-// descriptor, which the build picks up (conformance/CMakeLists.txt globs core/*_backend.cpp).
+// descriptor, which the build picks up when CMake configures (conformance/CMakeLists.txt globs
+// core/*_backend.cpp).
 //
 // Thread-safety: the descriptors are constants, and their functions may be called from any
 // thread, as make_backend() may.
