@@ -46,32 +46,25 @@ ProbeResult probe_nep49_in_process(const Nep49SubjectSpec& spec) {
 
 ProbeResult probe_nep49(const Nep49SubjectSpec& spec, const ProbeSettings& settings) {
   ProbeResult result;
-  ChildOptions options;
-  options.result_channel = true;
-  options.memory_limit_bytes = settings.memory_limit_bytes;
   try {
-    ChildProcess child = ChildProcess::fork(
+    const OneFrame answer = one_frame_from_child(
         [&spec] {
           const ProbeResult probe = probe_nep49_in_process(spec);
           std::fflush(nullptr);
           send_result_frame(probe.loaded ? "OK\t" + probe.description.name
                                          : "NO\t" + probe.failure);
-          return 0;
         },
-        options);
-    const ChildEnd end = child.wait(settings.timeout);
-    kill_stray_children();
-    std::string problem;
-    const std::optional<std::string> payload = decode_frame(child.result_bytes(), problem);
-    if (end.kind != ChildEnd::Kind::exited || end.exit_status != 0 || !payload) {
-      std::string output = child.output().text();
+        settings.timeout, settings.memory_limit_bytes);
+    if (!answer.payload) {
+      std::string output = answer.output;
       while (!output.empty() && output.back() == '\n') output.pop_back();
-      result.failure = "loading the handler in a child process failed (it " + end.describe() + ")" +
-                       (output.empty() ? "" : "; output: " + output);
+      result.failure = "loading the handler in a child process failed (it " +
+                       answer.end.describe() + ")" + (output.empty() ? "" : "; output: " + output);
       return result;
     }
-    if (payload->starts_with("OK\t")) return loaded(spec, payload->substr(3));
-    result.failure = payload->size() > 3 ? payload->substr(3) : *payload;
+    const std::string& payload = *answer.payload;
+    if (payload.starts_with("OK\t")) return loaded(spec, payload.substr(3));
+    result.failure = payload.size() > 3 ? payload.substr(3) : payload;
   } catch (const std::exception& error) {
     result.failure = std::string("the loading process could not start: ") + error.what();
   }

@@ -841,4 +841,25 @@ bool wait_any_frame(std::span<ChildProcess* const> children,
   return pump(states, deadline, any_answered);
 }
 
+OneFrame one_frame_from_child(const std::function<void()>& body, std::chrono::milliseconds timeout,
+                              std::size_t memory_limit_bytes) {
+  ChildOptions options;
+  options.result_channel = true;
+  options.memory_limit_bytes = memory_limit_bytes;
+  ChildProcess child = ChildProcess::fork(
+      [&body] {
+        body();
+        return 0;
+      },
+      options);
+  OneFrame answer{child.wait(timeout), std::nullopt, ""};
+  kill_stray_children();
+  std::string problem;
+  if (answer.end.kind == ChildEnd::Kind::exited && answer.end.exit_status == 0) {
+    answer.payload = decode_frame(child.result_bytes(), problem);
+  }
+  answer.output = child.output().text();
+  return answer;
+}
+
 }  // namespace emm::conformance

@@ -92,31 +92,24 @@ void ensure_standard_descriptors() {
 BackendStatus probe_in_child(BackendKind kind, const Capabilities& capabilities,
                              const ProbeSettings& settings) {
   BackendStatus status{kind, false, "", ""};
-  ChildOptions options;
-  options.result_channel = true;
-  options.memory_limit_bytes = settings.memory_limit_bytes;
   try {
-    ChildProcess child = ChildProcess::fork(
+    const OneFrame answer = one_frame_from_child(
         [kind, &capabilities] {
           const std::string reason = backend_unavailable_reason(kind, capabilities);
           send_result_frame(reason.empty() ? "OK\t" + describe_devices(kind) : "NO\t" + reason);
-          return 0;
         },
-        options);
-    const ChildEnd end = child.wait(settings.timeout);
-    kill_stray_children();
-    std::string problem;
-    const std::optional<std::string> payload = decode_frame(child.result_bytes(), problem);
-    if (end.kind != ChildEnd::Kind::exited || end.exit_status != 0 || !payload) {
-      status.reason =
-          "no GPU: probing the CUDA driver in a child process failed (it " + end.describe() + ")";
+        settings.timeout, settings.memory_limit_bytes);
+    if (!answer.payload) {
+      status.reason = "no GPU: probing the CUDA driver in a child process failed (it " +
+                      answer.end.describe() + ")";
       return status;
     }
-    if (payload->starts_with("OK\t")) {
+    const std::string& payload = *answer.payload;
+    if (payload.starts_with("OK\t")) {
       status.ran = true;
-      status.device = payload->substr(3);
+      status.device = payload.substr(3);
     } else {
-      status.reason = payload->size() > 3 ? payload->substr(3) : *payload;
+      status.reason = payload.size() > 3 ? payload.substr(3) : payload;
     }
   } catch (const std::exception& error) {
     status.reason = std::string("no GPU: the probe could not start: ") + error.what();

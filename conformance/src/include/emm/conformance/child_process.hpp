@@ -328,4 +328,17 @@ struct StraySweep {
 // another subreaper or into another pid namespace, and a fork bomb faster than the sweep.
 StraySweep kill_stray_children(std::chrono::milliseconds limit = std::chrono::seconds(2));
 
+// A child asked one question: `body` runs in it and sends one result frame. What it left:
+// `payload` is that frame's payload when the child exited 0 with exactly one well-formed frame,
+// else nullopt; `end` how it ended and `output` what it printed.
+struct OneFrame {
+  ChildEnd end;
+  std::optional<std::string> payload;
+  std::string output;
+};
+// Forks the child (result channel, the data-segment limit; 0: none), waits at most `timeout`
+// and kills the strays it left (kill_stray_children()). Throws what ChildProcess::fork throws.
+OneFrame one_frame_from_child(const std::function<void()>& body, std::chrono::milliseconds timeout,
+                              std::size_t memory_limit_bytes);
+
 }  // namespace emm::conformance
