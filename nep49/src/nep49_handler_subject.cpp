@@ -92,7 +92,7 @@ std::function<LoadedSubject()> nep49_subject_loader(const Nep49SubjectSpec& spec
         result.backend = kind;
         result.level = clause.level;
         result.outcome = Outcome::not_supported;
-        result.message = "[" + clause.id + "] " + describe_current_exception();
+        result.message = clause.tag(describe_current_exception());
         return result;
       }
       ClauseResult result = evaluate_nep49(*subject, clause, *backend, settings.exploration);

@@ -56,7 +56,7 @@ ClauseResult evaluate_nep49(Nep49Subject& subject, const Clause& clause, Backend
   const auto started = std::chrono::steady_clock::now();
   const Nep49CheckFunction body = nep49_check_for(clause);
   if (body == nullptr) {
-    result.message = "[" + clause.id + "] is not a NEP 49 handler clause";
+    result.message = clause.tag("is not a NEP 49 handler clause");
     return result;
   }
   Nep49Run run(clause, subject, backend, exploration);
@@ -88,8 +88,8 @@ ClauseResult evaluate_nep49(Nep49Subject& subject, const Clause& clause, Backend
     result.message = unsupported.what();
   } catch (...) {
     result.outcome = Outcome::fail;
-    result.message = "[" + clause.id + "] unexpected exception from the handler or the kit: " +
-                     describe_current_exception();
+    result.message = clause.tag("unexpected exception from the handler or the kit: " +
+                                describe_current_exception());
   }
   result.notes = run.notes();
   result.properties = run.properties();

@@ -75,18 +75,14 @@ void Nep49Run::numpy_scenario() {
   std::string why_not;
   NumpyBridge* numpy = subject_.numpy(why_not);
   if (numpy == nullptr) {
-    throw ClauseNotSupported("[" + clause_.id +
-                             "] needs real NumPy, which cannot be loaded in "
-                             "this process: " +
-                             why_not);
+    throw ClauseNotSupported(
+        clause_.tag("needs real NumPy, which cannot be loaded in this process: " + why_not));
   }
   record("numpy", numpy->versions());
   if (std::string failure = numpy->run(clause_, notes_); !failure.empty()) fail(failure);
 }
 
-void Nep49Run::fail(std::string_view what) const {
-  throw ClauseFailure("[" + clause_.id + "] " + std::string(what));
-}
+void Nep49Run::fail(std::string_view what) const { throw ClauseFailure(clause_.tag(what)); }
 
 void Nep49Run::note(std::string_view text) { notes_.emplace_back(text); }
 

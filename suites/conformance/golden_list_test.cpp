@@ -160,20 +160,21 @@ TEST(CatalogueParse, RejectsMalformedInputNamingTheLine) {
   EMM_EXPECT_THROW(
       Error,
       Catalogue::parse(header + "X-1\tMUST\tplugin\t-\t-\tthreads,fast\tName\tTitle\tSource\n"),
-      "conformance catalogue line 3: bad trait 'fast' (threads, destroys_contexts, imports or "
-      "devices=N with N from 2 to 8) for X-1");
+      "conformance catalogue line 3: bad trait 'fast' (threads, destroys_contexts, imports, "
+      "property or devices=N with N from 2 to 8) for X-1");
   EMM_EXPECT_THROW(
       Error, Catalogue::parse(header + "X-1\tMUST\tplugin\t-\t-\tdevices=1\tName\tTitle\tSource\n"),
-      "conformance catalogue line 3: bad trait 'devices=1' (threads, destroys_contexts, imports "
-      "or devices=N with N from 2 to 8) for X-1");
-  const Catalogue traits = Catalogue::parse(
-      header +
-      "X-1\tMUST\tplugin\t-\t-\timports,devices=3,threads,destroys_contexts\tName\tT\tS\n");
+      "conformance catalogue line 3: bad trait 'devices=1' (threads, destroys_contexts, imports, "
+      "property or devices=N with N from 2 to 8) for X-1");
+  const Catalogue traits = Catalogue::parse(header +
+                                            "X-1\tMUST\tplugin\t-\t-\timports,devices=3,threads,"
+                                            "destroys_contexts,property\tName\tT\tS\n");
   ASSERT_EQ(traits.clauses().size(), 1u);
   EXPECT_TRUE(traits.clauses()[0].imports_elsewhere);
   EXPECT_TRUE(traits.clauses()[0].runs_threads);
   EXPECT_TRUE(traits.clauses()[0].destroys_contexts);
   EXPECT_EQ(traits.clauses()[0].devices, 3);
+  EXPECT_TRUE(traits.clauses()[0].has_property);
   const Catalogue ok =
       Catalogue::parse(header + "X-1\tSHOULD\thost+plugin\tipc\tMUST\t-\tName\tT\tS\n");
   ASSERT_EQ(ok.clauses().size(), 1u);
@@ -181,7 +182,7 @@ TEST(CatalogueParse, RejectsMalformedInputNamingTheLine) {
   EXPECT_EQ(ok.clauses()[0].group(), "X");
   EXPECT_EQ(ok.version(), "9");
   EXPECT_FALSE(ok.clauses()[0].runs_threads || ok.clauses()[0].destroys_contexts ||
-               ok.clauses()[0].imports_elsewhere);
+               ok.clauses()[0].imports_elsewhere || ok.clauses()[0].has_property);
   EXPECT_EQ(ok.clauses()[0].devices, 1);
 }
 

@@ -496,8 +496,16 @@ TEST(ResultEncoding, AnswersCarryTheirNonceAndKind) {
   ASSERT_TRUE(loaded.has_value());
   EXPECT_EQ(loaded->kind, ChildAnswer::Kind::result);
   EXPECT_EQ(loaded->nonce, "n1");
-  EXPECT_EQ(loaded->result.clause, r.clause);
+  EXPECT_EQ(loaded->result.clause, nullptr) << "the parent stamps the clause, not the child";
+  EXPECT_EQ(loaded->result.outcome, Outcome::pass);
   EXPECT_EQ(loaded->result.message, "ok");
+  ClauseResult stamped = loaded->result;
+  stamp_result(stamped, *catalogue().find("ALLOC-10"), BackendKind::gpu, Level::should);
+  EXPECT_EQ(stamped.clause->id, "ALLOC-10");
+  EXPECT_EQ(stamped.backend, BackendKind::gpu);
+  EXPECT_EQ(stamped.level, Level::should);
+  EXPECT_EQ(encode_answer(ChildAnswer::loaded("n1", r)).find("ALLOC-1"), std::string::npos)
+      << "an answer names no clause: a child cannot answer for another";
   EXPECT_TRUE(loaded->reusable);
   ChildAnswer retiring = ChildAnswer::loaded("n3", r);
   retiring.reusable = false;
@@ -524,7 +532,7 @@ TEST(ResultEncoding, AnswersCarryTheirNonceAndKind) {
   unknown_reuse.replace(unknown_reuse.rfind("6:retire"), 8, "6:rehire");
   EXPECT_FALSE(decode_answer(unknown_reuse).has_value()) << "neither reusable nor retire";
   std::string bad_result = encode_answer(ChildAnswer::loaded("n1", r));
-  bad_result.replace(bad_result.find("7:ALLOC-1"), 9, "7:ALLOC-0");
+  bad_result.replace(bad_result.find("4:pass"), 6, "4:pats");
   EXPECT_FALSE(decode_answer(bad_result).has_value()) << "a result that does not decode";
 }
 

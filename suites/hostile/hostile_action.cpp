@@ -90,24 +90,22 @@ void write_all(int fd, std::string_view bytes) {
 }
 
 // A well-formed answer of a clause child (result_codec.hpp): its magic, a nonce (made up: the
-// real one is only in emm-certify's memory and the command the child read), its kind, a result
-// saying `clause` passed, and that the process may run another clause.
+// real one is only in emm-certify's memory and the command the child read), its kind, what the
+// clause saw (that `clause` passed; an answer names no clause: the parent stamps it), and that the
+// process may run another clause.
 std::string forged_answer(const char* clause) {
-  std::string result("EMMR3\n");
-  put(result, clause);
-  put(result, "fake");
-  put(result, "MUST");
-  put(result, "pass");
-  put(result, std::string("[") + clause + "] passed (a forged answer)");
-  put(result, "1.000000");
-  put_list(result, {});
-  put_list(result, {});
-  put(result, "0");  // no properties
-  put(result, "0");  // no reproducer
-  std::string answer("EMMANS2\n");
+  std::string observed;
+  put(observed, "pass");
+  put(observed, std::string("[") + clause + "] passed (a forged answer)");
+  put(observed, "1.000000");
+  put_list(observed, {});
+  put_list(observed, {});
+  put(observed, "0");  // no properties
+  put(observed, "0");  // no reproducer
+  std::string answer("EMMANS3\n");
   put(answer, "0123456789abcdef");
   put(answer, "result");
-  put(answer, result);
+  put(answer, observed);
   put(answer, "reusable");
   return answer;
 }

@@ -33,12 +33,14 @@ std::string parse_traits(std::string_view text, Clause& clause) {
       clause.destroys_contexts = true;
     } else if (trait == "imports") {
       clause.imports_elsewhere = true;
+    } else if (trait == "property") {
+      clause.has_property = true;
     } else if (trait.starts_with("devices=") && trait.size() == 9 && trait[8] >= '2' &&
                trait[8] <= '8') {
       clause.devices = trait[8] - '0';
     } else {
       return "bad trait '" + std::string(trait) +
-             "' (threads, destroys_contexts, imports or devices=N with N from 2 to 8)";
+             "' (threads, destroys_contexts, imports, property or devices=N with N from 2 to 8)";
     }
     if (comma == std::string_view::npos) return "";
     text.remove_prefix(comma + 1);
@@ -107,6 +109,13 @@ std::string_view Clause::target() const noexcept {
   if (nep49) return "nep49";
   if (host && plugin) return "host+plugin";
   return host ? "host" : "plugin";
+}
+
+std::string Clause::tag(std::string_view text) const {
+  std::string tagged;
+  tagged.reserve(id.size() + 3 + text.size());
+  tagged.append("[").append(id).append("] ").append(text);
+  return tagged;
 }
 
 std::string_view Clause::group() const noexcept {

@@ -50,13 +50,11 @@ ClauseRun::ClauseRun(const Clause& clause, const PluginSubject& subject, Backend
 
 ClauseRun::~ClauseRun() = default;
 
-void ClauseRun::fail(std::string_view what) const {
-  throw ClauseFailure("[" + clause_.id + "] " + std::string(what));
-}
+void ClauseRun::fail(std::string_view what) const { throw ClauseFailure(clause_.tag(what)); }
 
 void ClauseRun::not_supported(std::string_view reason) const {
   if (clause_.optional != nullptr && !declared(capabilities(), *clause_.optional)) {
-    throw ClauseNotSupported("[" + clause_.id + "] " + std::string(reason));
+    throw ClauseNotSupported(clause_.tag(reason));
   }
   if (clause_.optional != nullptr) {
     fail(str("not supported (", reason, ") although the plugin declares ", clause_.optional->name,

@@ -16,7 +16,7 @@ ClauseResult backend_not_available(const PluginSubject& subject, const Clause& c
   result.backend = backend;
   result.level = clause.effective_level(subject.description.capabilities);
   result.outcome = Outcome::not_supported;
-  result.message = "[" + clause.id + "] " + std::string(reason);
+  result.message = clause.tag(reason);
   return result;
 }
 
@@ -31,7 +31,7 @@ ClauseResult evaluate(const PluginSubject& subject, const Clause& clause, Backen
 
   const CheckFunction body = check_for(clause);
   if (body == nullptr) {
-    result.message = "[" + clause.id + "] is a host clause: the kit's own suites check it";
+    result.message = clause.tag("is a host clause: the kit's own suites check it");
     return result;
   }
   // Finalizers may report into Diagnostics; keep them off the console (checks read them).
@@ -74,18 +74,18 @@ ClauseResult evaluate(const PluginSubject& subject, const Clause& clause, Backen
   } catch (const NotImplementedError& error) {
     if (!clause.applies_to(capabilities)) {
       result.outcome = Outcome::not_supported;
-      result.message = "[" + clause.id + "] the plugin declares " +
-                       std::string(clause.optional->name) +
-                       "=false and threw NotImplementedError: " + error.what();
+      result.message = clause.tag("the plugin declares " + std::string(clause.optional->name) +
+                                  "=false and threw NotImplementedError: " + error.what());
     } else {
       result.outcome = Outcome::fail;
-      result.message = "[" + clause.id + "] undeclared NotImplementedError (a failure: only a " +
-                       "capability declared absent allows it): " + error.what();
+      result.message =
+          clause.tag(std::string("undeclared NotImplementedError (a failure: only a ") +
+                     "capability declared absent allows it): " + error.what());
     }
   } catch (...) {
     result.outcome = Outcome::fail;
-    result.message = "[" + clause.id + "] unexpected exception from the plugin or the host: " +
-                     describe_current_exception();
+    result.message = clause.tag("unexpected exception from the plugin or the host: " +
+                                describe_current_exception());
   }
   result.duration_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();

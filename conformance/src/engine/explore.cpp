@@ -195,8 +195,8 @@ std::string run_in_child(ClauseRun& run, const Property& property, const Model& 
     } catch (const ClauseFailure& failure) {
       record.finish(SharedRecord::failed, failure.what());
     } catch (...) {
-      record.finish(SharedRecord::failed, "[" + run.id() + "] the sequence engine failed: " +
-                                              describe_current_exception());
+      record.finish(SharedRecord::failed, run.clause().tag("the sequence engine failed: " +
+                                                           describe_current_exception()));
     }
     return 0;
   });

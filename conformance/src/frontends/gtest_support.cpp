@@ -23,11 +23,10 @@ RunOptions run_options() {
 
 void run_clause_test(const PluginSubject& subject, const char* clause_id, BackendKind backend) {
   ::testing::Test::RecordProperty("clause", clause_id);
-  // Failures GoogleMock reports during the run (REG-2's StrictMock) carry the clause id too.
-  SCOPED_TRACE(std::string("[") + clause_id + "] " + subject.description.name + " on " +
-               std::string(to_string(backend)));
   const Clause* clause = catalogue().find(clause_id);
   if (clause == nullptr) throw Error(std::string(clause_id) + " is not in the clause catalogue");
+  // Failures GoogleMock reports during the run (REG-2's StrictMock) carry the clause id too.
+  SCOPED_TRACE(clause->tag(subject.description.name + " on " + std::string(to_string(backend))));
   const ClauseResult result = evaluate_on(subject, *clause, backend, run_options());
   ::testing::Test::RecordProperty("outcome", std::string(to_string(result.outcome)));
   ::testing::Test::RecordProperty("level", std::string(to_string(result.level)));

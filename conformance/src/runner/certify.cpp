@@ -165,9 +165,9 @@ std::vector<ClauseResult> not_run(const std::vector<const Clause*>& clauses,
       result.backend = backend;
       result.level = clause->level;
       result.outcome = Outcome::not_run;
-      result.message = "[" + clause->id + "] not run: the " +
-                       std::string(subject_noun(subject_of(*clause))) +
-                       " could not be loaded: " + cause;
+      result.message =
+          clause->tag("not run: the " + std::string(subject_noun(subject_of(*clause))) +
+                      " could not be loaded: " + cause);
       results.push_back(std::move(result));
     }
   }

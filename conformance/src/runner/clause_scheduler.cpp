@@ -141,14 +141,17 @@ std::string the_subject(const ClauseJob& job) {
   return "the " + std::string(subject_noun(subject_of(*job.clause)));
 }
 
+// The one place a result gets its clause, backend and level: from the job, never the child.
+void stamp(ClauseResult& result, const ClauseJob& job) {
+  stamp_result(result, *job.clause, job.backend, job.level);
+}
+
 ClauseResult failure(const ClauseJob& job, Outcome outcome, const std::string& what,
                      std::string output, double duration_ms) {
   ClauseResult result;
-  result.clause = job.clause;
-  result.backend = job.backend;
-  result.level = job.level;
+  stamp(result, job);
   result.outcome = outcome;
-  result.message = "[" + job.clause->id + "] " + what + last_output(output);
+  result.message = job.clause->tag(what + last_output(output));
   result.duration_ms = duration_ms;
   result.output = std::move(output);
   return result;
@@ -185,17 +188,9 @@ std::optional<ChildAnswer> accept(std::string_view payload, const ClauseJob& job
     problem = "an answer to a question it was not asked (wrong nonce: a forged or stale result)";
     return std::nullopt;
   }
-  if (answer->kind == ChildAnswer::Kind::load_failure) return answer;
-  ClauseResult& result = answer->result;
-  if (result.clause != job.clause || result.backend != job.backend) {
-    problem = "a result for " + result.clause->id + " on " +
-              std::string(to_string(result.backend)) + ", not for " + job.clause->id + " on " +
-              std::string(to_string(job.backend));
-    return std::nullopt;
-  }
-  // The level is the parent's to decide (from the declaration it read); a child cannot
-  // promote or demote its own clause.
-  result.level = job.level;
+  // The clause, the backend and the level are the parent's (the level from the declaration it
+  // read): the answer carries none of them.
+  if (answer->kind == ChildAnswer::Kind::result) stamp(answer->result, job);
   return answer;
 }
 
@@ -693,7 +688,7 @@ void run_in_this_process(const std::vector<ClauseJob>& jobs, const SchedulerSett
     } else {
       bool reusable = true;  // one process: an unusable device shows in the next results too
       results[index] = subject.evaluate(*job.clause, job.backend, settings.backend, reusable);
-      results[index].level = job.level;
+      stamp(results[index], job);
     }
     if (on_result) on_result(results[index]);
   }

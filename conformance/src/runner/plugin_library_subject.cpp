@@ -19,7 +19,7 @@ void poisoned_device(ClauseResult& result, const std::string& why) {
       "that was freed, so a copy or memset hit memory that was no longer allocated";
   if (result.outcome == Outcome::pass || result.outcome == Outcome::not_supported) {
     result.outcome = Outcome::fail;
-    result.message = "[" + result.clause->id + "] " + text;
+    result.message = result.clause->tag(text);
   } else {
     result.message += "; " + text;
   }

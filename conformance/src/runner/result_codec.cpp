@@ -13,19 +13,15 @@ namespace {
 using namespace field_codec;
 
 constexpr std::string_view kMagic = "EMMR3\n";
-constexpr std::string_view kAnswerMagic = "EMMANS2\n";
+constexpr std::string_view kAnswerMagic = "EMMANS3\n";
 constexpr std::string_view kResultKind = "result";
 constexpr std::string_view kLoadFailureKind = "load_failure";
 constexpr std::string_view kReusable = "reusable";
 constexpr std::string_view kRetire = "retire";
 
-}  // namespace
-
-std::string encode_result(const ClauseResult& result) {
-  std::string out(kMagic);
-  put(out, result.clause != nullptr ? result.clause->id : "");
-  put(out, to_string(result.backend));
-  put(out, to_string(result.level));
+// What the clause's process observed: everything but the clause, the backend and the level,
+// which the parent knows from its command and stamps (stamp_result).
+void put_observed(std::string& out, const ClauseResult& result) {
   put(out, to_string(result.outcome));
   put(out, result.message);
   // The shortest text that reads back as the same double (at most 24 characters).
@@ -50,6 +46,16 @@ std::string encode_result(const ClauseResult& result) {
     put(out, reproducer->python);
     put(out, reproducer->for_python ? "python" : "cpp");
   }
+}
+
+}  // namespace
+
+std::string encode_result(const ClauseResult& result) {
+  std::string out(kMagic);
+  put(out, result.clause != nullptr ? result.clause->id : "");
+  put(out, to_string(result.backend));
+  put(out, to_string(result.level));
+  put_observed(out, result);
   return out;
 }
 
@@ -84,41 +90,55 @@ bool take_reproducer(std::string_view& payload, std::optional<Reproducer>& out) 
 
 }  // namespace
 
+namespace {
+
+// put_observed's fields, into `result`; false on anything garbled.
+bool take_observed(std::string_view& payload, ClauseResult& result) {
+  std::string outcome, duration;
+  if (!take(payload, outcome) || !take(payload, result.message) || !take(payload, duration) ||
+      !take_list(payload, result.notes) || !take_list(payload, result.unobserved)) {
+    return false;
+  }
+  const auto parsed_outcome = parse_outcome(outcome);
+  if (!parsed_outcome) return false;
+  result.outcome = *parsed_outcome;
+  const auto [end, error] =
+      std::from_chars(duration.data(), duration.data() + duration.size(), result.duration_ms);
+  if (error != std::errc() || end != duration.data() + duration.size()) return false;
+  // A child measures a finite, non-negative time; anything else is a garbled answer.
+  if (!std::isfinite(result.duration_ms) || result.duration_ms < 0) return false;
+  std::size_t count = 0;
+  if (!take_count(payload, count)) return false;
+  for (std::size_t i = 0; i < count; ++i) {
+    std::string key, value;
+    if (!take(payload, key) || !take(payload, value)) return false;
+    result.properties.emplace_back(std::move(key), std::move(value));
+  }
+  return take_reproducer(payload, result.reproducer);
+}
+
+}  // namespace
+
 std::optional<ClauseResult> decode_result(std::string_view payload) {
   if (!payload.starts_with(kMagic)) return std::nullopt;
   payload.remove_prefix(kMagic.size());
   ClauseResult result;
-  std::string id, backend, level, outcome, duration;
-  if (!take(payload, id) || !take(payload, backend) || !take(payload, level) ||
-      !take(payload, outcome) || !take(payload, result.message) || !take(payload, duration) ||
-      !take_list(payload, result.notes) || !take_list(payload, result.unobserved)) {
-    return std::nullopt;
-  }
+  std::string id, backend, level;
+  if (!take(payload, id) || !take(payload, backend) || !take(payload, level)) return std::nullopt;
   result.clause = catalogue().find(id);
   const auto parsed_backend = parse_backend(backend);
   const auto parsed_level = parse_level(level);
-  const auto parsed_outcome = parse_outcome(outcome);
-  if (result.clause == nullptr || !parsed_backend || !parsed_level || !parsed_outcome) {
-    return std::nullopt;
-  }
+  if (result.clause == nullptr || !parsed_backend || !parsed_level) return std::nullopt;
   result.backend = *parsed_backend;
   result.level = *parsed_level;
-  result.outcome = *parsed_outcome;
-  const auto [end, error] =
-      std::from_chars(duration.data(), duration.data() + duration.size(), result.duration_ms);
-  if (error != std::errc() || end != duration.data() + duration.size()) return std::nullopt;
-  // A child measures a finite, non-negative time; anything else is a garbled answer.
-  if (!std::isfinite(result.duration_ms) || result.duration_ms < 0) return std::nullopt;
-  std::size_t count = 0;
-  if (!take_count(payload, count)) return std::nullopt;
-  for (std::size_t i = 0; i < count; ++i) {
-    std::string key, value;
-    if (!take(payload, key) || !take(payload, value)) return std::nullopt;
-    result.properties.emplace_back(std::move(key), std::move(value));
-  }
-  if (!take_reproducer(payload, result.reproducer)) return std::nullopt;
-  if (!payload.empty()) return std::nullopt;
+  if (!take_observed(payload, result) || !payload.empty()) return std::nullopt;
   return result;
+}
+
+void stamp_result(ClauseResult& result, const Clause& clause, BackendKind backend, Level level) {
+  result.clause = &clause;
+  result.backend = backend;
+  result.level = level;
 }
 
 ChildAnswer ChildAnswer::loaded(std::string nonce, ClauseResult result) {
@@ -143,7 +163,9 @@ std::string encode_answer(const ChildAnswer& answer) {
   put(out, answer.nonce);
   if (answer.kind == ChildAnswer::Kind::result) {
     put(out, kResultKind);
-    put(out, encode_result(answer.result));
+    std::string observed;
+    put_observed(observed, answer.result);
+    put(out, observed);
   } else {
     put(out, kLoadFailureKind);
     put(out, answer.load_failure);
@@ -163,10 +185,9 @@ std::optional<ChildAnswer> decode_answer(std::string_view payload) {
   }
   answer.reusable = reuse == kReusable;
   if (kind == kResultKind) {
-    std::optional<ClauseResult> result = decode_result(body);
-    if (!result) return std::nullopt;
+    std::string_view observed = body;
+    if (!take_observed(observed, answer.result) || !observed.empty()) return std::nullopt;
     answer.kind = ChildAnswer::Kind::result;
-    answer.result = std::move(*result);
   } else if (kind == kLoadFailureKind) {
     answer.kind = ChildAnswer::Kind::load_failure;
     answer.load_failure = std::move(body);

@@ -362,7 +362,7 @@ void fail_on_thread_sanitizer_reports(ClauseResult& result, std::string_view plu
   bool through_plugin = false;
   const std::string stacks = trimmed(report, through_plugin, plugin_file);
   const bool race = report.kind == "data race";
-  std::string message = "[" + result.clause->id + "] ThreadSanitizer found " +
+  std::string message = "ThreadSanitizer found " +
                         (race ? std::string("a data race") : "a " + report.kind) +
                         (through_plugin ? " in the plugin (" + std::string(plugin_file) + ")"
                                         : std::string(" in the plugin's process")) +
@@ -390,7 +390,7 @@ void fail_on_thread_sanitizer_reports(ClauseResult& result, std::string_view plu
         "\nThe clause itself then saw (" + std::string(to_string(result.outcome)) + "): " + own;
   }
   result.outcome = Outcome::fail;
-  result.message = std::move(message);
+  result.message = result.clause->tag(message);
 }
 
 }  // namespace emm::conformance

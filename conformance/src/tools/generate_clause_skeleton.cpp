@@ -15,11 +15,14 @@
 //       for CMake tests.
 // The TSV is parsed with the library's own Catalogue::parse, so a malformed catalogue fails the
 // build with the parser's message.
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "emm/conformance/catalogue.hpp"
 
@@ -49,6 +52,20 @@ void write_if_changed(const fs::path& path, const std::string& text) {
   if (!out.flush()) throw std::runtime_error("cannot write " + path.string());
 }
 
+// EMM_<KIND>_PROPERTIES(X): X(Key, function) once per clause of `clauses` with the catalogue's
+// trait `property`, where function is the key in lower case: the engine's registry declares
+// `const Property& function();` (defined in the family's file) and property_for() switches on it.
+std::string properties_macro(std::string_view kind, const std::vector<const Clause*>& clauses) {
+  std::string text = "\n\n#define EMM_" + std::string(kind) + "_PROPERTIES(X)";
+  for (const Clause* clause : clauses) {
+    if (!clause->has_property) continue;
+    std::string function = clause->key();
+    for (char& c : function) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    text += " \\\n  X(" + clause->key() + ", " + function + ")";
+  }
+  return text;
+}
+
 std::string plugin_clauses_header(const Catalogue& catalogue) {
   std::ostringstream h;
   h << "// emm/conformance/plugin_clauses.hpp — the plugin clauses of the catalogue as code.\n"
@@ -56,6 +73,8 @@ std::string plugin_clauses_header(const Catalogue& catalogue) {
     << "//\n"
     << "// EMM_PLUGIN_CLAUSES(X) calls X(Key, \"ID\", TestName) once per plugin clause, in\n"
     << "// catalogue order; the GoogleTest suite (gtest.hpp) and the check registry expand it.\n"
+    << "// EMM_PLUGIN_PROPERTIES(X) calls X(Key, function) once per clause checked as a property\n"
+    << "// (the catalogue's trait `property`); the sequence engine's registry expands it.\n"
     << "#pragma once\n\n#include <cstddef>\n\nnamespace emm::conformance {\n\n"
     << "// One enumerator per plugin clause (catalogue version " << catalogue.version()
     << ").\nenum class PluginClause : unsigned {\n";
@@ -76,7 +95,7 @@ std::string plugin_clauses_header(const Catalogue& catalogue) {
     h << separator << "\\\n  " << clause->full_test_name();
     separator = ", ";
   }
-  h << "\n";
+  h << properties_macro("PLUGIN", catalogue.plugin_clauses()) << "\n";
   return h.str();
 }
 
@@ -89,6 +108,7 @@ std::string nep49_clauses_header(const Catalogue& catalogue) {
     << "// EMM_NEP49_CLAUSES(X) calls X(Key, \"ID\", TestName) once per nep49 clause, in "
        "catalogue\n"
     << "// order; the NEP 49 check registry (nep49_registry.hpp) expands it.\n"
+    << "// EMM_NEP49_PROPERTIES(X) calls X(Key, function) once per clause checked as a property.\n"
     << "#pragma once\n\n#include <cstddef>\n\nnamespace emm::conformance {\n\n"
     << "// One enumerator per NEP 49 handler clause (catalogue version " << catalogue.version()
     << ").\nenum class Nep49Clause : unsigned {\n";
@@ -100,7 +120,7 @@ std::string nep49_clauses_header(const Catalogue& catalogue) {
     h << " \\\n  X(" << clause->key() << ", \"" << clause->id << "\", " << clause->full_test_name()
       << ")";
   }
-  h << "\n";
+  h << properties_macro("NEP49", clauses) << "\n";
   return h.str();
 }
 

@@ -10,26 +10,11 @@ namespace emm::conformance::nep49_engine {
 const Property* property_for(Nep49Clause clause) noexcept {
   namespace p = properties;
   switch (clause) {
-    case Nep49Clause::NEP49_5:
-      return &p::nep49_5();
-    case Nep49Clause::NEP49_6:
-      return &p::nep49_6();
-    case Nep49Clause::NEP49_7:
-      return &p::nep49_7();
-    case Nep49Clause::NEP49_8:
-      return &p::nep49_8();
-    case Nep49Clause::NEP49_9:
-      return &p::nep49_9();
-    case Nep49Clause::NEP49_10:
-      return &p::nep49_10();
-    case Nep49Clause::NEP49_11:
-      return &p::nep49_11();
-    case Nep49Clause::NEP49_12:
-      return &p::nep49_12();
-    case Nep49Clause::NEP49_13:
-      return &p::nep49_13();
-    case Nep49Clause::NEP49_14:
-      return &p::nep49_14();
+#define EMM_PROPERTY_CASE(Key, function) \
+  case Nep49Clause::Key:                 \
+    return &p::function();
+    EMM_NEP49_PROPERTIES(EMM_PROPERTY_CASE)
+#undef EMM_PROPERTY_CASE
     default:
       // NEP49-1..3 declare the struct, which no sequence changes; NEP49-4 and 15..22 are NumPy's
       // own scenarios.

@@ -64,8 +64,8 @@ void run_scenario(Nep49Run& run, ScenarioBody body) {
           message = unsupported.what();
         } catch (...) {
           verdict = "fail";
-          message = "[" + run.id() + "] unexpected exception from the handler or the kit: " +
-                    describe_current_exception();
+          message = run.clause().tag("unexpected exception from the handler or the kit: " +
+                                     describe_current_exception());
         }
         std::string payload;
         put(payload, verdict);

@@ -48,12 +48,16 @@ struct Clause {
   bool destroys_contexts = false;  // destroys the process's CUDA contexts (LIFE-8)
   bool imports_elsewhere = false;  // opens IPC handles in another process (IPC-1, IPC-2, DEV-4)
   int devices = 1;                 // devices it needs (DEV-*: 2)
+  bool has_property = false;       // checked as a property over generated sequences (spec §8)
   std::string test_name;           // "InitializeIdempotence"
   std::string title;
   std::string source;  // NBEP 7 / Numba EMM docs section
 
   // "host", "plugin", "host+plugin" or "nep49".
   [[nodiscard]] std::string_view target() const noexcept;
+  // "[LIFE-2] text": how every failure, not_supported reason and result message names its
+  // clause (the one place the prefix is made).
+  [[nodiscard]] std::string tag(std::string_view text) const;
   // "LIFE" for "LIFE-2" (JUnit classname).
   [[nodiscard]] std::string_view group() const noexcept;
   // "LIFE_2": the id as a C++ identifier (the PluginClause enumerator).

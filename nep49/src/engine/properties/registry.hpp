@@ -1,8 +1,9 @@
 // nep49/engine/properties/registry.hpp — one function per NEP 49 clause property, defined in the
-// family's file (blocks.cpp, realloc.cpp, free.cpp, threads.cpp, exceptions.cpp) and listed once
-// in property.cpp.
+// family's file (blocks.cpp, realloc.cpp, free.cpp, threads.cpp, exceptions.cpp); the list is the
+// catalogue's (trait `property`).
 #pragma once
 
+#include "emm/conformance/nep49_clauses.hpp"
 #include "nep49/src/engine/property.hpp"
 
 namespace emm::conformance::nep49_engine::properties {
@@ -14,15 +15,9 @@ const Property& the() {
   return property;
 }
 
-const Property& nep49_5();
-const Property& nep49_6();
-const Property& nep49_7();
-const Property& nep49_8();
-const Property& nep49_9();
-const Property& nep49_10();
-const Property& nep49_11();
-const Property& nep49_12();
-const Property& nep49_13();
-const Property& nep49_14();
+// One function per NEP 49 clause with the catalogue's trait `property`.
+#define EMM_DECLARE_PROPERTY(Key, function) const Property& function();
+EMM_NEP49_PROPERTIES(EMM_DECLARE_PROPERTY)
+#undef EMM_DECLARE_PROPERTY
 
 }  // namespace emm::conformance::nep49_engine::properties

@@ -3,9 +3,12 @@
 //
 // The text is a magic line followed by length-prefixed fields ("<len>:<bytes>"), so any byte can
 // travel in a message and a truncated, padded or foreign payload is refused rather than misread.
-// The clause travels as its id and comes back as a pointer into catalogue(); an id the catalogue
-// does not have, an unknown backend, level, outcome or answer kind, or trailing bytes make the
-// decoders return nullopt.
+// A result alone carries its clause (as its id, back as a pointer into catalogue()), backend and
+// level. An answer carries only what the child observed (outcome, message, notes, figures,
+// reproducer): the parent knows the clause, the backend and the level from its command and
+// stamps them once (stamp_result), so a child can neither answer for another clause nor promote
+// or demote its own. An id the catalogue does not have, an unknown backend, level, outcome or
+// answer kind, or trailing bytes make the decoders return nullopt.
 //
 //   std::string payload = encode_result(result);                // a result alone
 //   std::optional<ClauseResult> back = decode_result(payload);
@@ -13,7 +16,7 @@
 //   send_result_frame(encode_answer(ChildAnswer::loaded(nonce, result)));      // in the child
 //   send_result_frame(encode_answer(ChildAnswer::not_loaded(nonce, why)));
 //   std::optional<ChildAnswer> answer = decode_answer(payload);                // in the parent
-//   if (answer && answer->nonce == nonce) ...
+//   if (answer && answer->nonce == nonce) stamp_result(answer->result, clause, backend, level);
 //
 // A child reports a load failure in an answer, never through its exit status: any status a
 // child exits with may be the plugin's own exit() call, but only the child holding the nonce
@@ -30,8 +33,12 @@
 
 namespace emm::conformance {
 
-std::string encode_result(const ClauseResult& result);
-std::optional<ClauseResult> decode_result(std::string_view payload);
+[[nodiscard]] std::string encode_result(const ClauseResult& result);
+[[nodiscard]] std::optional<ClauseResult> decode_result(std::string_view payload);
+
+// Gives `result` the clause, backend and level of the command it answers: the parent's, never
+// the child's.
+void stamp_result(ClauseResult& result, const Clause& clause, BackendKind backend, Level level);
 
 // One answer of a clause child to one command of its parent.
 struct ChildAnswer {
@@ -40,8 +47,8 @@ struct ChildAnswer {
     load_failure  // the child could not load the plugin: `load_failure` says why
   };
   Kind kind = Kind::result;
-  std::string nonce;  // the nonce of the command it answers
-  ClauseResult result;
+  std::string nonce;    // the nonce of the command it answers
+  ClauseResult result;  // decoded without clause, backend and level: see stamp_result
   std::string load_failure;
   // Whether the process that sent it may run another clause (a worker that could not load the
   // plugin, or whose device a clause left unusable, is replaced).
@@ -51,7 +58,7 @@ struct ChildAnswer {
   static ChildAnswer not_loaded(std::string nonce, std::string why);
 };
 
-std::string encode_answer(const ChildAnswer& answer);
-std::optional<ChildAnswer> decode_answer(std::string_view payload);
+[[nodiscard]] std::string encode_answer(const ChildAnswer& answer);
+[[nodiscard]] std::optional<ChildAnswer> decode_answer(std::string_view payload);
 
 }  // namespace emm::conformance
