@@ -6,8 +6,11 @@
 // including the few where it is deliberately stricter or kinder.
 #include "fake_process.hpp"
 
+#include <time.h>
+
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <iterator>
 #include <sstream>
@@ -16,6 +19,7 @@
 #include <utility>
 
 #include "emm/errors.hpp"
+#include "yield_pacing.hpp"
 
 namespace emm {
 namespace fake_detail {
@@ -77,7 +81,9 @@ bool yields_in(DriverCall call) noexcept {
 
 std::unique_lock<fake_detail::SystemMutex> FakeDriver::Process::enter(DriverCall call) {
   // Before the lock: a thread that called from inside a plugin gives way while still inside it.
-  if (yield_in_calls.load(std::memory_order_relaxed) && yields_in(call)) std::this_thread::yield();
+  if (yield_in_calls.on.load(std::memory_order_relaxed) && yields_in(call)) {
+    yield_in_calls.before_call();
+  }
   std::unique_lock lock(system.mutex);
   ++calls[static_cast<std::size_t>(call)];
   std::optional<CUresult> injected;
@@ -328,8 +334,60 @@ void FakeDriver::clear_faults() {
 
 // --- scheduling ----------------------------------------------------------------------------------
 
+namespace {
+
+std::int64_t wall_now_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Every thread's CPU time of this process, user and system.
+std::int64_t process_cpu_ns() noexcept {
+  timespec now{};
+  if (::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now) != 0) return 0;
+  return static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+}
+
+}  // namespace
+
+void FakeDriver::Process::Interleaving::start() noexcept {
+  calls.store(0, std::memory_order_relaxed);
+  stride.store(1, std::memory_order_relaxed);
+  window_wall_ns.store(wall_now_ns(), std::memory_order_relaxed);
+  window_cpu_ns.store(process_cpu_ns(), std::memory_order_relaxed);
+}
+
+void FakeDriver::Process::Interleaving::before_call() noexcept {
+  const std::uint64_t call = calls.fetch_add(1, std::memory_order_relaxed);
+  if (call % fake_detail::kReviewEvery == fake_detail::kReviewEvery - 1) review();
+  if (call % stride.load(std::memory_order_relaxed) == 0) std::this_thread::yield();
+}
+
+void FakeDriver::Process::Interleaving::review() noexcept {
+  // One thread judges a window; the others go on.
+  if (reviewing.exchange(true, std::memory_order_acquire)) return;
+  const std::int64_t wall = wall_now_ns();
+  const std::int64_t wall_ns = wall - window_wall_ns.load(std::memory_order_relaxed);
+  if (wall_ns >= fake_detail::kReviewWindowNs) {
+    const std::int64_t cpu = process_cpu_ns();
+    const std::int64_t cpu_ns = cpu - window_cpu_ns.load(std::memory_order_relaxed);
+    stride.store(
+        fake_detail::next_yield_stride(stride.load(std::memory_order_relaxed), wall_ns, cpu_ns),
+        std::memory_order_relaxed);
+    window_wall_ns.store(wall, std::memory_order_relaxed);
+    window_cpu_ns.store(cpu, std::memory_order_relaxed);
+  }
+  reviewing.store(false, std::memory_order_release);
+}
+
 void FakeDriver::yield_in_calls(bool on) noexcept {
-  process_->yield_in_calls.store(on, std::memory_order_relaxed);
+  if (on) process_->yield_in_calls.start();
+  process_->yield_in_calls.on.store(on, std::memory_order_relaxed);
+}
+
+std::uint32_t FakeDriver::yield_stride() const noexcept {
+  return process_->yield_in_calls.stride.load(std::memory_order_relaxed);
 }
 
 }  // namespace emm

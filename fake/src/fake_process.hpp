@@ -13,8 +13,8 @@
 //   fake_pools.cpp          the stream-ordered allocator
 // The state the processes of one system share is fake_system_state.hpp.
 //
-// Thread-safety: every member but the atomic yield_in_calls is guarded by the system's mutex
-// (system.mutex); enter() takes it, and the helpers expect the caller to hold it.
+// Thread-safety: every member but the atomics of yield_in_calls (Interleaving) is guarded by the
+// system's mutex (system.mutex); enter() takes it, and the helpers expect the caller to hold it.
 #pragma once
 
 #include <array>
@@ -192,8 +192,25 @@ struct FakeDriver::Process {
   std::vector<Fault> faults;
   std::size_t invalid_frees = 0;
   std::size_t invalid_accesses = 0;
-  // FakeDriver::yield_in_calls(): read by enter() before it locks, so not guarded by the mutex.
-  std::atomic<bool> yield_in_calls{false};
+  // FakeDriver::yield_in_calls(): used by enter() before it locks, so atomics, not guarded by
+  // the mutex. The stride thins the yields when the process is starved of CPU (yield_pacing.hpp).
+  struct Interleaving {
+    std::atomic<bool> on{false};
+    std::atomic<std::uint64_t> calls{0};   // yielding calls since it was turned on
+    std::atomic<std::uint32_t> stride{1};  // yield at every stride-th of them
+    // The review window's start: wall time (steady clock) and the process's CPU time, in ns.
+    std::atomic<std::int64_t> window_wall_ns{0};
+    std::atomic<std::int64_t> window_cpu_ns{0};
+    std::atomic<bool> reviewing{false};
+
+    void start() noexcept;
+    // Before a yielding call: yields unless the stride skips this call.
+    void before_call() noexcept;
+
+   private:
+    void review() noexcept;
+  };
+  Interleaving yield_in_calls;
 };
 
 }  // namespace emm

@@ -24,6 +24,7 @@ class FakeBackend final : public Backend {
   std::string device_name(int device) override { return fake_->device_get_name(device); }
   int device_count() override { return fake_->system()->device_count(); }
   void interleave_threads(bool on) override { fake_->yield_in_calls(on); }
+  std::uint32_t interleaving_stride() const noexcept override { return fake_->yield_stride(); }
 
   std::size_t device_bytes_in_use() override { return fake_->device_bytes_in_use(); }
   std::size_t device_capacity(int device) override { return fake_->system()->capacity(device); }

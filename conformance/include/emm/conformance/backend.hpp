@@ -21,6 +21,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -74,6 +75,9 @@ class Backend {
   // inside the plugin gives way to others entering it: a missing lock is met, not found by luck.
   // Nothing on the gpu, whose calls take microseconds and give way by themselves.
   virtual void interleave_threads(bool on) { (void)on; }
+  // 1 while that interleaving is whole; N when the fake driver yielded only at every N-th call
+  // because the machine was too busy for the clause's threads (FakeDriver::yield_stride).
+  [[nodiscard]] virtual std::uint32_t interleaving_stride() const noexcept { return 1; }
 
   // --- device memory ---------------------------------------------------------------------------
   // Device memory in use now: this process's allocations on the fake (unrounded), total - free

@@ -95,6 +95,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -178,8 +179,13 @@ class FakeDriver : public Driver, public std::enable_shared_from_this<FakeDriver
   // gives way there, so that other threads enter the plugin while it is still inside. Threads
   // that call a plugin at once then interleave inside it for as long as they run, instead of
   // each finishing its time slice alone (ALLOC-10 and LIFE-8 on the fake backend turn it on).
-  // Off by default: every yield is a system call.
+  // Off by default: every yield is a system call. On a machine so busy that the process's
+  // threads get less than a quarter of a core, the yields thin out (every 2nd call, then every
+  // 4th, ...; fake/src/yield_pacing.hpp) so that a clause still ends in its time; turning it on
+  // again starts from every call.
   void yield_in_calls(bool on) noexcept;
+  // 1 while every such call yields; N when only every N-th does (the machine was busy).
+  [[nodiscard]] std::uint32_t yield_stride() const noexcept;
 
   // --- Driver -------------------------------------------------------------------------------
   std::string implementation_name() const override { return "fake"; }
