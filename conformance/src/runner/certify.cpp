@@ -228,6 +228,9 @@ int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
     return report_main(std::span(args).subspan(1), out, err);
   }
   CertifyOptions options;
+  // The subject: an EMM plugin library, a Python plugin class, a NEP 49 handler, or a kind of
+  // subject_options() (subject.hpp).
+  std::unique_ptr<Subject> subject;
   try {
     options = parse_certify_args(args);
     if (options.help) {
@@ -238,7 +241,9 @@ int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
       print_catalogue(out);
       return kExitCertified;
     }
-    check_report_paths(options.reports, options.plugin_path);
+    subject = make_subject(options);
+    check_report_paths(options.reports,
+                       options.subject_option != nullptr ? subject->path() : options.plugin_path);
   } catch (const UsageError& error) {
     err << "emm-certify: " << error.what() << "\n\n" << certify_usage();
     return kExitUsage;
@@ -253,8 +258,6 @@ int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   become_child_subreaper();
   const std::chrono::milliseconds timeout = std::chrono::seconds(options.timeout_s);
   const ProbeSettings probe_settings{timeout, memory_limit(options)};
-  // The subject: an EMM plugin library, a Python plugin class or a NEP 49 handler.
-  const std::unique_ptr<Subject> subject = make_subject(options);
   const std::string_view subject_kind = subject_noun(subject->kind());
   const std::vector<const Clause*> clauses =
       !options.only.empty() ? options.only : subject->clauses();

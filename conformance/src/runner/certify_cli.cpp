@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <iterator>
 #include <set>
 
+#include "emm/conformance/subject.hpp"
 #include "emm/conformance/text_escaping.hpp"
 #include "emm/plugin_declaration.hpp"
 #include "emm/python/dotted_name.hpp"
@@ -121,6 +123,51 @@ std::string_view to_string(Isolation isolation) noexcept {
   return "backend";
 }
 
+namespace {
+
+// --help's lines for the subject kinds of subject_options(), as for the built-in ones.
+std::string subject_option_lines() {
+  std::string lines;
+  for (const SubjectOption* option : subject_options()) {
+    std::string head = "  " + option->flag + " " + option->value_name;
+    head.resize(std::max<std::size_t>(head.size() + 1, 22), ' ');
+    lines += head + option->help + "\n";
+  }
+  return lines;
+}
+
+// emm-certify's own options, which a SubjectOption may not take.
+constexpr std::string_view kCertifyOptions[] = {"--plugin",
+                                                "--python",
+                                                "--capabilities",
+                                                "--nep49",
+                                                "--nep49-library",
+                                                "--backend",
+                                                "--only",
+                                                "--json",
+                                                "--junit",
+                                                "--markdown",
+                                                "--html",
+                                                "--logs",
+                                                "--timeout-s",
+                                                "--deadline",
+                                                "--memory-limit",
+                                                "--devices",
+                                                "--seed",
+                                                "--budget",
+                                                "--isolation",
+                                                "--in-process",
+                                                "--list",
+                                                "--help",
+                                                "-h"};
+
+}  // namespace
+
+bool is_certify_option(std::string_view flag) noexcept {
+  return std::find(std::begin(kCertifyOptions), std::end(kCertifyOptions), flag) !=
+         std::end(kCertifyOptions);
+}
+
 std::string certify_usage() {
   const std::string python = python_unavailable_reason();
   return "usage: emm-certify --plugin PATH [--backend fake|gpu|all] [--only ID[,ID...]]\n"
@@ -154,7 +201,9 @@ std::string certify_usage() {
          "                      clauses: the \"mem_handler\" capsule MODULE.ATTR, or what ATTR()\n"
          "                      returns; numpy:PyDataMem_DefaultHandler is NumPy's default\n"
          "  --nep49-library P   the same for a shared library exporting\n"
-         "                      emm::nep49::Handler* emm_nep49_handler() (P:SYMBOL: another name)\n"
+         "                      emm::nep49::Handler* emm_nep49_handler() (P:SYMBOL: another "
+         "name)\n" +
+         subject_option_lines() +
          "  --backend B         fake, gpu or all (default: all = fake, and gpu when present)\n"
          "  --only IDS          certify only these plugin clauses (comma-separated ids; each runs\n"
          "                      once): the verdict is then PARTIAL at best, never CERTIFIED\n"
@@ -372,6 +421,14 @@ CertifyOptions parse_certify_args(std::span<const std::string_view> args) {
         throw UsageError("--isolation must be backend or clause (got '" + mode +
                          "'); --in-process runs the clauses in emm-certify itself");
       }
+    } else if (const SubjectOption* subject = find_subject_option(arg)) {
+      once();
+      if (options.subject_option != nullptr) {
+        throw UsageError(options.subject_option->flag + " and " + subject->flag +
+                         " exclude each other: certify one subject per run");
+      }
+      options.subject_option = subject;
+      options.subject_value = value();
     } else {
       throw UsageError("unknown argument '" + std::string(args[i]) + "'");
     }
@@ -401,7 +458,18 @@ CertifyOptions parse_certify_args(std::span<const std::string_view> args) {
                                      : "--nep49-library") +
                      " exclude each other: certify one subject per run");
   }
-  if (!options.help && !options.list && options.plugin_path.empty() && !options.nep49) {
+  if (options.subject_option != nullptr) {
+    const char* other = !options.python_target.empty() ? "--python"
+                        : !options.plugin_path.empty() ? "--plugin"
+                        : options.nep49                ? "--nep49"
+                                                       : nullptr;
+    if (other != nullptr) {
+      throw UsageError(std::string(other) + " and " + options.subject_option->flag +
+                       " exclude each other: certify one subject per run");
+    }
+  }
+  if (!options.help && !options.list && options.plugin_path.empty() && !options.nep49 &&
+      options.subject_option == nullptr) {
     throw UsageError(
         "--plugin PATH is required (or, for a NumPy handler, --nep49 MODULE:ATTR or "
         "--nep49-library PATH)");
@@ -411,11 +479,13 @@ CertifyOptions parse_certify_args(std::span<const std::string_view> args) {
     if (clause == nullptr) {
       throw UsageError("--only: '" + id + "' is not a clause id (see --list)");
     }
-    if (options.nep49 && !clause->nep49) {
+    if (options.subject_option != nullptr) {
+      // Its subject says which clauses it answers (Subject::clauses), once it is built.
+    } else if (options.nep49 && !clause->nep49) {
       throw UsageError("--only: " + id +
                        " is not a NEP49 clause; a --nep49 run certifies the NEP49-* clauses");
     }
-    if (!options.nep49 && clause->nep49) {
+    if (options.subject_option == nullptr && !options.nep49 && clause->nep49) {
       throw UsageError("--only: " + id +
                        " is a NEP 49 handler clause: certify a handler with --nep49 or "
                        "--nep49-library");

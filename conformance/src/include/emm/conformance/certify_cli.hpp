@@ -32,6 +32,8 @@
 
 namespace emm::conformance {
 
+struct SubjectOption;
+
 // A bad command line; what() says what is wrong (the usage text is printed after it).
 class UsageError : public Error {
  public:
@@ -65,6 +67,9 @@ struct CertifyOptions {
   std::optional<std::string> python_capabilities;
   // A NumPy data-memory handler to certify against the nep49 clauses instead of a plugin.
   std::optional<Nep49SubjectSpec> nep49;
+  // Any other subject kind: its option (subject.hpp's subject_options()) and the value given.
+  const SubjectOption* subject_option = nullptr;
+  std::string subject_value;
   std::vector<BackendKind> backends{kBackendKinds.begin(), kBackendKinds.end()};  // all
   // empty: every clause of the subject's kind (plugin or nep49); else each once, in order
   std::vector<const Clause*> only;
@@ -88,6 +93,8 @@ inline constexpr std::size_t kDefaultMemoryLimit = std::size_t{16} << 30;
 
 // Parses the arguments after the program name. Throws UsageError.
 CertifyOptions parse_certify_args(std::span<const std::string_view> args);
+// Whether `flag` is one of emm-certify's own options (--plugin, --json, ...; not a SubjectOption).
+[[nodiscard]] bool is_certify_option(std::string_view flag) noexcept;
 std::string certify_usage();
 
 // libemm_python for --python: $EMM_PYTHON_LIBRARY, else next to the running program, else where

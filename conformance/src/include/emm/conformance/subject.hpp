@@ -21,6 +21,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "emm/conformance/certify_cli.hpp"
@@ -64,7 +65,29 @@ class Subject {
   }
 };
 
-// The subject the command line names (certify_cli.hpp).
+// A subject kind beyond the plugin library, the Python class and the NEP 49 handler, named on
+// the command line by an option of its own: `emm-certify FLAG VALUE [options]`. The command line
+// parses it, --help lists it and make_subject builds it, with no other code to change: a kind in
+// this tree is a file with its Subject and one row in subject_options() (subject.cpp); a program
+// that calls certify_main may add its own with add_subject_option before it does.
+struct SubjectOption {
+  std::string flag;        // "--rust-plugin"
+  std::string value_name;  // "PATH"
+  std::string help;        // what --help says of it, one line
+  // The subject for VALUE; throws UsageError when VALUE cannot name one.
+  std::function<std::unique_ptr<Subject>(const std::string& value)> make;
+};
+
+// Every such option: this tree's rows, then those added. The references stay valid.
+[[nodiscard]] const std::vector<const SubjectOption*>& subject_options();
+// The option whose flag is `flag`, or nullptr.
+[[nodiscard]] const SubjectOption* find_subject_option(std::string_view flag);
+// Adds one, before certify_main or parse_certify_args run (not thread-safe). Throws Error when
+// the flag is empty, does not start with "--", or is taken.
+void add_subject_option(SubjectOption option);
+
+// The subject the command line names (certify_cli.hpp). Throws UsageError for a value a
+// SubjectOption cannot use.
 [[nodiscard]] std::unique_ptr<Subject> make_subject(const CertifyOptions& options);
 
 // The subjects make_subject builds, for tests and for a host that certifies without a command
