@@ -68,8 +68,8 @@ class Subject {
 // A subject kind beyond the plugin library, the Python class and the NEP 49 handler, named on
 // the command line by an option of its own: `emm-certify FLAG VALUE [options]`. The command line
 // parses it, --help lists it and make_subject builds it, with no other code to change: a kind in
-// this tree is a file with its Subject and one row in in_tree_options() (subject_options.cpp); a program
-// that calls certify_main may add its own with add_subject_option before it does.
+// this tree is a file with its Subject and one row in in_tree_options() (subject_options.cpp); a
+// program that calls certify_main may add its own with add_subject_option before it does.
 struct SubjectOption {
   std::string flag;        // "--rust-plugin"
   std::string value_name;  // "PATH"
