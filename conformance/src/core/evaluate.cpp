@@ -59,10 +59,10 @@ ClauseResult evaluate(const PluginSubject& subject, const Clause& clause, Backen
       if (const std::uint32_t stride = backend.interleaving_stride(); stride > 1) {
         run.note(
             "the machine was busy (the clause's threads got less than a quarter of a core): "
-            "the fake driver yielded at only every " +
+            "the fake driver yielded at only one call in " +
             std::to_string(stride) +
-            "th call in the end, so threads interleaved inside the plugin less than on an "
-            "idle machine");
+            " in the end, so threads interleaved inside the plugin less than on an idle "
+            "machine");
       }
       result.outcome = Outcome::pass;
     } catch (...) {
