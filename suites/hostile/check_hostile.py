@@ -291,23 +291,23 @@ CASES = {
     # Fail fast (spec §8): every clause that initializes hangs; the first waits the whole
     # timeout, later ones a quarter of it (at least 5 s), and once two fresh processes of a
     # worker in a row hung, that worker's other clauses are not run: the verdict comes in under
-    # two timeouts. The fake's two workers hang side by side (30 + 3 x 7.5 s in the longer).
+    # two timeouts. The fake's two workers hang side by side (24 + 3 x 6 s in the longer).
     "initialize.hang": Case("hang", "initialize", [
-        Run(isolation="backend", only=(), timeout_s=30, bound_s=60.0,
+        Run(isolation="backend", only=(), timeout_s=24, bound_s=60.0,
             expect=Expect(exit_status=1, outcome_counts={"timeout": (2, 6), "not_run": (20, 99)},
                           messages_somewhere=(
-                              r"no answer within 30 s: the plugin hangs",
+                              r"no answer within 24 s: the plugin hangs",
                               r"not run: [2-9] fresh processes in a row hung before answering any "
                               r"clause"))),
         # Clauses that share one worker: the second waits only the shortened limit.
-        Run(isolation="backend", only=("REG-1", "LIFE-2", "LIFE-4", "LIFE-5"), timeout_s=30,
+        Run(isolation="backend", only=("REG-1", "LIFE-2", "LIFE-4", "LIFE-5"), timeout_s=24,
             bound_s=50.0,
             expect=Expect(exit_status=1,
                           outcomes={"REG-1": {TIMEOUT}, "LIFE-2": {TIMEOUT},
                                     "LIFE-4": {"not_run"}, "LIFE-5": {"not_run"}},
                           messages={
-                              "REG-1": r"no answer within 30 s: the plugin hangs",
-                              "LIFE-2": r"no answer within 7\.5 s \(shortened: REG-1 hung "
+                              "REG-1": r"no answer within 24 s: the plugin hangs",
+                              "LIFE-2": r"no answer within 6 s \(shortened: REG-1 hung "
                                         r"before\): the plugin hangs",
                               "LIFE-4": r"not run: 2 fresh processes in a row hung before "
                                         r"answering any clause \(REG-1, LIFE-2\)"}))],

@@ -72,10 +72,7 @@ namespace {
 void expect_valid_access(ClauseRun& run, std::optional<std::size_t> before, std::string_view verb,
                          std::string_view what, std::size_t size, CUdeviceptr pointer) {
   const std::optional<std::size_t> after = run.backend().invalid_accesses();
-  if (!before || !after) {
-    run.unobservable("accesses outside allocations");
-    return;
-  }
+  if (!before || !after) return;  // not observable here: the backend noted it
   if (*after != *before) {
     run.fail(str(verb, " ", what, " (", size, " bytes at ", hex(pointer),
                  ") touched memory that is not allocated: the ", run.backend().name(),
@@ -298,10 +295,7 @@ std::vector<ImportAnswer> import_elsewhere(ClauseRun& run, const ImportRequest& 
 void expect_no_invalid_frees(ClauseRun& run, std::optional<std::size_t> before,
                              std::string_view what) {
   const std::optional<std::size_t> after = run.backend().invalid_frees();
-  if (!before || !after) {
-    run.unobservable("double frees in the driver");
-    return;
-  }
+  if (!before || !after) return;  // not observable here: the backend noted it
   if (*after != *before) {
     const std::vector<std::string> seen = run.backend().invalid_free_descriptions();
     run.fail(str("the ", run.backend().name(), " driver counted ", *after - *before,

@@ -310,7 +310,7 @@ EMM_CHECK(DEV_4) {
     if (through_plugin) {
       response = std::move(*through_plugin);
     } else {
-      run.unobservable("a staged import through the plugin in the importing process");
+      // Not observable here (the backend noted it): the default manager imports instead.
       response = run.backend().import_elsewhere(request);
     }
   } catch (...) {

@@ -315,8 +315,6 @@ EMM_CHECK(LIFE_7) {
     run.expect_eq(*backend.host_registration_count(), *pinned_baseline,
                   "live cuMemHostRegister ranges after reset(), releasing every pointer and a "
                   "flush point");
-  } else {
-    run.unobservable("host allocations and registrations left after reset()");
   }
   run.record("bytes_requested", requested);
 }

@@ -87,16 +87,12 @@ ManagedMemory& managed_of(ClauseRun& run, const std::shared_ptr<MemoryPointer>& 
 }
 
 // The attach flag the driver recorded for the managed allocation holding `pointer`; nullopt
-// (with `unobserved` noted) where the backend cannot tell. Fails when no managed allocation
-// holds it, saying what follows (`consequence`).
+// where the backend cannot tell (it notes that itself). Fails when no managed allocation holds
+// it, saying what follows (`consequence`).
 std::optional<unsigned> driver_attach_flag(ClauseRun& run, CUdeviceptr pointer,
-                                           std::string_view call, std::string_view unobserved,
-                                           std::string_view consequence) {
+                                           std::string_view call, std::string_view consequence) {
   const std::optional<unsigned> flags = run.backend().managed_attach_flags(pointer);
-  if (!flags) {
-    run.unobservable(unobserved);
-    return std::nullopt;
-  }
+  if (!flags) return std::nullopt;
   if (*flags == 0) {
     run.fail(str(call, " returned ", hex(pointer),
                  ", which lies in no cuMemAllocManaged allocation: the memory is not managed "
@@ -235,9 +231,9 @@ EMM_CHECK(MANAGED_1) {
       auto memory = allocate_managed(run, context, size, attach_global);
       managed_of(run, memory, call);
       const unsigned expected = attach_global ? CU_MEM_ATTACH_GLOBAL : CU_MEM_ATTACH_HOST;
-      const std::optional<unsigned> seen = driver_attach_flag(
-          run, memory->device_pointer(), call, "the attach flag given to cuMemAllocManaged",
-          "it came from another allocator (use cuMemAllocManaged)");
+      const std::optional<unsigned> seen =
+          driver_attach_flag(run, memory->device_pointer(), call,
+                             "it came from another allocator (use cuMemAllocManaged)");
       if (seen && *seen != expected) {
         run.fail(str(call, ": the driver allocated ", hex(memory->device_pointer()), " with ",
                      flag_text(*seen), ", expected ", flag_text(expected),
@@ -265,8 +261,7 @@ EMM_CHECK(MANAGED_2) {
       // Before the host touches anything: the range is managed memory and lies inside one
       // driver allocation.
       const std::optional<unsigned> flag = driver_attach_flag(
-          run, pointer, call, "whether the pointer is managed memory before the host touches it",
-          "the host cannot reach it through its host pointer (not touched)");
+          run, pointer, call, "the host cannot reach it through its host pointer (not touched)");
       const std::optional<AddressRange> block = run.backend().driver_block(pointer);
       if (!block && flag) {
         run.fail(str(call, " returned ", hex(pointer), ", which lies in no driver allocation"));

@@ -1,6 +1,8 @@
 #include "emm/conformance/backend.hpp"
 
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "emm/conformance/backend_descriptor.hpp"
 #include "emm/errors.hpp"
@@ -37,6 +39,67 @@ std::optional<BackendKind> parse_backend(std::string_view text) noexcept {
 
 std::string backend_unavailable_reason(BackendKind kind, const Capabilities& capabilities) {
   return backend_descriptor(kind).unavailable_reason(capabilities);
+}
+
+// --- the observations: one name each for what a std::nullopt leaves unchecked ----------------
+
+template <class T>
+std::optional<T> Backend::observed(std::optional<T> answer, std::string_view what) {
+  if (answer) return answer;
+  const std::lock_guard<std::mutex> lock(unobserved_mutex_);
+  for (const std::string& existing : unobserved_) {
+    if (existing == what) return answer;
+  }
+  unobserved_.emplace_back(what);
+  return answer;
+}
+
+std::optional<unsigned> Backend::managed_attach_flags(CUdeviceptr pointer) {
+  return observed(do_managed_attach_flags(pointer), "the attach flag given to cuMemAllocManaged");
+}
+
+std::optional<std::size_t> Backend::host_allocation_count() {
+  return observed(do_host_allocation_count(), "live cuMemHostAlloc blocks");
+}
+
+std::optional<std::size_t> Backend::host_registration_count() {
+  return observed(do_host_registration_count(), "live cuMemHostRegister ranges");
+}
+
+std::optional<HostMemoryState> Backend::host_memory(const void* address) {
+  return observed(do_host_memory(address), "whether host memory is page-locked");
+}
+
+std::optional<std::size_t> Backend::invalid_frees() {
+  return observed(do_invalid_frees(), "double frees in the driver");
+}
+
+std::optional<std::size_t> Backend::invalid_accesses() {
+  return observed(do_invalid_accesses(), "accesses outside allocations");
+}
+
+std::optional<std::size_t> Backend::driver_frees() {
+  return observed(do_driver_frees(), "frees to the driver (cuMemFree, cuMemFreeHost)");
+}
+
+std::optional<std::size_t> Backend::driver_calls() {
+  return observed(do_driver_calls(), "the number of driver calls made");
+}
+
+std::optional<ImportResponse> Backend::import_through_plugin(const ImportRequest& request,
+                                                             const ManagerFactory& factory) {
+  return observed(do_import_through_plugin(request, factory),
+                  "a staged import through the plugin in the importing process");
+}
+
+std::vector<std::string> Backend::unobserved() const {
+  const std::lock_guard<std::mutex> lock(unobserved_mutex_);
+  return unobserved_;
+}
+
+void Backend::clear_unobserved() {
+  const std::lock_guard<std::mutex> lock(unobserved_mutex_);
+  unobserved_.clear();
 }
 
 HostMemoryState host_memory_from_driver(Driver& driver, const void* address) {

@@ -2,6 +2,7 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -40,11 +41,20 @@ std::string describe_current_exception() {
   }
 }
 
+namespace {
+// A backend starts each clause run with nothing recorded as not observable: what a run before
+// this one (a test's shared backend) could not observe is not this clause's gap.
+Backend& unobserved_cleared(Backend& backend) {
+  backend.clear_unobserved();
+  return backend;
+}
+}  // namespace
+
 ClauseRun::ClauseRun(const Clause& clause, const PluginSubject& subject, Backend& backend,
                      RunOptions options)
     : clause_(clause),
       subject_(subject),
-      backend_(backend),
+      backend_(unobserved_cleared(backend)),
       options_(std::move(options)),
       host_(std::make_unique<PluginHost>(*this)) {}
 
@@ -94,10 +104,17 @@ void ClauseRun::record(std::string key, std::size_t value) {
 void ClauseRun::note(std::string_view text) { notes_.emplace_back(text); }
 
 void ClauseRun::unobservable(std::string_view what) {
-  for (const std::string& existing : unobserved_) {
-    if (existing == what) return;
+  if (std::find(unobserved_.begin(), unobserved_.end(), what) == unobserved_.end()) {
+    unobserved_.emplace_back(what);
   }
-  unobserved_.emplace_back(what);
+}
+
+std::vector<std::string> ClauseRun::unobserved() const {
+  std::vector<std::string> all = unobserved_;
+  for (std::string& what : backend_.unobserved()) {
+    if (std::find(all.begin(), all.end(), what) == all.end()) all.push_back(std::move(what));
+  }
+  return all;
 }
 
 }  // namespace emm::conformance

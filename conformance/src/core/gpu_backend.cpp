@@ -118,15 +118,14 @@ class GpuBackend final : public Backend {
       // The context outlived every use; nothing is left to report.
     }
   }
-  GpuBackend(const GpuBackend&) = delete;
-  GpuBackend& operator=(const GpuBackend&) = delete;
 
-  BackendKind kind() const noexcept override { return BackendKind::gpu; }
-  const std::shared_ptr<Driver>& driver() const noexcept override { return driver_; }
-  std::string device_name(int device) override { return driver_->device_get_name(device); }
-  int device_count() override { return driver_->device_get_count(); }
+ private:
+  BackendKind do_kind() const noexcept override { return BackendKind::gpu; }
+  const std::shared_ptr<Driver>& do_driver() const noexcept override { return driver_; }
+  std::string do_device_name(int device) override { return driver_->device_get_name(device); }
+  int do_device_count() override { return driver_->device_get_count(); }
 
-  std::size_t device_bytes_in_use() override {
+  std::size_t do_device_bytes_in_use() override {
     if (ledger_ != nullptr) return ledger_->device_bytes();
     if (driver_->ctx_get_current() == nullptr) {
       if (retained_primary_ == nullptr) retained_primary_ = driver_->primary_ctx_retain(0);
@@ -136,14 +135,16 @@ class GpuBackend final : public Backend {
     const MemoryInfo info = driver_->mem_get_info();
     return info.total - info.free;
   }
-  std::size_t device_capacity(int device) override { return info_on(device).total; }
-  std::size_t device_bytes_in_use_on(int device) override {
+  std::size_t do_device_capacity(int device) override { return info_on(device).total; }
+  std::size_t do_device_bytes_in_use_on(int device) override {
     const MemoryInfo info = info_on(device);
     return info.total - info.free;
   }
-  std::size_t memory_slack() const noexcept override { return ledger_ != nullptr ? 0 : kGpuSlack; }
-  std::size_t memory_info_slack() const noexcept override { return kGpuSlack; }
-  std::optional<AddressRange> driver_block(CUdeviceptr pointer) override {
+  std::size_t do_memory_slack() const noexcept override {
+    return ledger_ != nullptr ? 0 : kGpuSlack;
+  }
+  std::size_t do_memory_info_slack() const noexcept override { return kGpuSlack; }
+  std::optional<AddressRange> do_driver_block(CUdeviceptr pointer) override {
     if (ledger_ != nullptr) {
       if (const std::optional<LedgerBlock> block = ledger_->device_block_containing(pointer)) {
         return AddressRange{block->base, block->size};
@@ -156,7 +157,7 @@ class GpuBackend final : public Backend {
       return std::nullopt;
     }
   }
-  std::optional<int> block_device(CUdeviceptr pointer) override {
+  std::optional<int> do_block_device(CUdeviceptr pointer) override {
     if (ledger_ != nullptr) {
       if (const std::optional<LedgerBlock> block = ledger_->device_block_containing(pointer);
           block && block->device >= 0) {
@@ -165,7 +166,7 @@ class GpuBackend final : public Backend {
     }
     // Only a device allocation answers: the ordinal of page-locked host memory is not where a
     // block lives.
-    if (!driver_block(pointer)) return std::nullopt;
+    if (!do_driver_block(pointer)) return std::nullopt;
     try {
       return static_cast<int>(
           driver_->pointer_get_attribute(CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, pointer));
@@ -174,21 +175,21 @@ class GpuBackend final : public Backend {
     }
   }
   // No driver query reports a managed allocation's attach flag: only the ledger knows it.
-  std::optional<unsigned> managed_attach_flags(CUdeviceptr pointer) override {
+  std::optional<unsigned> do_managed_attach_flags(CUdeviceptr pointer) override {
     if (ledger_ == nullptr) return std::nullopt;
     const std::optional<LedgerBlock> block = ledger_->device_block_containing(pointer);
     return block && block->kind == LedgerBlockKind::managed ? block->flags : 0u;
   }
 
-  std::optional<std::size_t> host_allocation_count() override {
+  std::optional<std::size_t> do_host_allocation_count() override {
     if (ledger_ == nullptr) return std::nullopt;
     return ledger_->count(LedgerBlockKind::host_alloc);
   }
-  std::optional<std::size_t> host_registration_count() override {
+  std::optional<std::size_t> do_host_registration_count() override {
     if (ledger_ == nullptr) return std::nullopt;
     return ledger_->count(LedgerBlockKind::host_registration);
   }
-  std::optional<HostMemoryState> host_memory(const void* address) override {
+  std::optional<HostMemoryState> do_host_memory(const void* address) override {
     HostMemoryState state = host_memory_from_driver(*driver_, address);
     if (ledger_ == nullptr || !state.page_locked) return state;
     const std::optional<LedgerBlock> block =
@@ -201,24 +202,24 @@ class GpuBackend final : public Backend {
     }
     return state;
   }
-  std::optional<std::size_t> invalid_frees() override {
+  std::optional<std::size_t> do_invalid_frees() override {
     if (ledger_ == nullptr) return std::nullopt;
     return ledger_->invalid_frees();
   }
-  std::vector<std::string> invalid_free_descriptions() override {
+  std::vector<std::string> do_invalid_free_descriptions() override {
     return ledger_ != nullptr ? ledger_->invalid_free_descriptions() : std::vector<std::string>{};
   }
-  std::optional<std::size_t> invalid_accesses() override { return std::nullopt; }
-  std::optional<std::size_t> driver_frees() override {
+  std::optional<std::size_t> do_invalid_accesses() override { return std::nullopt; }
+  std::optional<std::size_t> do_driver_frees() override {
     if (ledger_ == nullptr) return std::nullopt;
     return ledger_->frees();
   }
-  std::optional<std::size_t> driver_calls() override {
+  std::optional<std::size_t> do_driver_calls() override {
     if (ledger_ == nullptr) return std::nullopt;
     return ledger_->calls();
   }
 
-  bool reusable() const override { return !contexts_destroyed_; }
+  bool do_reusable() const override { return !contexts_destroyed_; }
 
   // cuMemGetInfo in `device`'s primary context, retained for the question only (a runtime under
   // test holds it too, so the release destroys nothing), then the caller's context again.
@@ -239,7 +240,7 @@ class GpuBackend final : public Backend {
     return info;
   }
 
-  bool destroy_released_contexts() override {
+  bool do_destroy_released_contexts() override {
     if (python_hosts_cuda()) return false;
     contexts_destroyed_ = true;
     try {
@@ -250,7 +251,7 @@ class GpuBackend final : public Backend {
     return true;
   }
 
-  std::optional<std::string> unusable_device() override {
+  std::optional<std::string> do_unusable_device() override {
     // The clause reset the primary context itself: whatever error the old context held went
     // with it, and retaining the primary context here would only create a new one (a tenth of
     // a second and more) in a process that runs no further clause (reusable() is false).
@@ -282,17 +283,16 @@ class GpuBackend final : public Backend {
     return why;
   }
 
-  ImportResponse import_elsewhere(const ImportRequest& request) override {
+  ImportResponse do_import_elsewhere(const ImportRequest& request) override {
     settle_writes();
     return importer_process().import(request, std::chrono::seconds(kImporterTimeoutS));
   }
   // emm-ipc-importer imports with the default manager; it cannot be handed the plugin.
-  std::optional<ImportResponse> import_through_plugin(const ImportRequest&,
-                                                      const ManagerFactory&) override {
+  std::optional<ImportResponse> do_import_through_plugin(const ImportRequest&,
+                                                         const ManagerFactory&) override {
     return std::nullopt;
   }
 
- private:
   // A copy from pageable host memory may return before its DMA reached the device (cuda.h,
   // cuMemcpyHtoD): another process reading through an IPC handle must come after the work of
   // every context that holds memory, not only the current one (seen on two loaded H200s: the

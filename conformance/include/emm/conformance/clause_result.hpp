@@ -38,8 +38,8 @@ struct ClauseResult {
   // Remarks the check left (e.g. "no block was shared: not a pool").
   std::vector<std::string> notes;
   // What the backend could not observe, so that part of the clause was not checked here
-  // (e.g. "host-free deferral"); the certificate shows "DEFER-3: host-free deferral not
-  // observable on gpu" (unobserved_note()).
+  // (e.g. "live cuMemHostAlloc blocks"); the certificate shows "DEFER-3: live cuMemHostAlloc
+  // blocks not observable on gpu" (unobserved_note()).
   std::vector<std::string> unobserved;
   double duration_ms = 0.0;
   std::vector<Property> properties;

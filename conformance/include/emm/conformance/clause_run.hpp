@@ -10,7 +10,8 @@
 //     fail", spec §3); backend_cannot_run() is the backend's limit instead (a DEV clause on a
 //     machine with one device): not_supported with a named note, whatever the level;
 //   * records: figures for the certificate (record()), remarks (note()), and what the backend
-//     could not observe (unobservable(): "DEFER-3: host-free deferral not observable on gpu").
+//     could not observe ("DEFER-3: live cuMemHostAlloc blocks not observable on gpu"): the
+//     backend's queries note their own gaps, unobservable() the rest.
 // Observations of the machine (memory in use, driver blocks, invalid frees) come from
 // backend() (backend.hpp).
 //
@@ -131,10 +132,12 @@ class ClauseRun {
   void note(std::string_view text);
   // Records that this backend cannot observe `what`, so that part of the clause was not
   // checked here; the certificate shows "<ID>: <what> not observable on <backend>". Never a
-  // silent skip.
+  // silent skip. A backend query that answers std::nullopt records itself (Backend::unobserved):
+  // this is for what no single query decides (a flag inside an answer, a device not there).
   void unobservable(std::string_view what);
   const std::vector<std::string>& notes() const noexcept { return notes_; }
-  const std::vector<std::string>& unobserved() const noexcept { return unobserved_; }
+  // What this run recorded, then what the backend's queries could not observe, once each.
+  [[nodiscard]] std::vector<std::string> unobserved() const;
   // The shortest failing sequence the clause's exploration found (engine/explore.hpp).
   void set_reproducer(Reproducer reproducer) { reproducer_ = std::move(reproducer); }
   const std::optional<Reproducer>& reproducer() const noexcept { return reproducer_; }
