@@ -2,8 +2,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <emm/conformance/certify_cli.hpp>
+#include <emm/conformance/subject.hpp>
 #include <emm/conformance/testing/expect_throw.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -178,6 +181,39 @@ TEST(CertifyCli, UsageTextListsEveryOptionAndTheExitCodes) {
                              "  3  PARTIAL", "  124  NOT CERTIFIED", "  128+n  NOT CERTIFIED"}) {
     EXPECT_NE(usage.find(status), std::string::npos) << status;
   }
+}
+
+// is_certify_option() keeps a list of its own (a subject kind added at run time must not take a
+// flag emm-certify has): it must name exactly the flags the usage text shows, and the parser must
+// know each of them.
+TEST(CertifyCli, TheOptionListIsTheUsageTextsFlagsAndTheParserKnowsEach) {
+  const std::string usage = certify_usage();
+  std::set<std::string> shown;
+  for (std::size_t at = usage.find("--"); at != std::string::npos; at = usage.find("--", at)) {
+    std::size_t end = at + 2;
+    while (end < usage.size() &&
+           (std::islower(static_cast<unsigned char>(usage[end])) != 0 ||
+            std::isdigit(static_cast<unsigned char>(usage[end])) != 0 || usage[end] == '-')) {
+      ++end;
+    }
+    if (end > at + 2) shown.insert(usage.substr(at, end - at));
+    at = end;
+  }
+  ASSERT_GE(shown.size(), 20u);
+  for (const std::string& flag : shown) {
+    // A subject kind a test added (subject_option_test.cpp) shows its flag too; it is not ours.
+    if (find_subject_option(flag) != nullptr) continue;
+    EXPECT_TRUE(is_certify_option(flag)) << flag << " is in the usage text but not in the list";
+    try {
+      (void)parse({flag.c_str(), "x"});
+    } catch (const UsageError& error) {
+      EXPECT_EQ(std::string(error.what()).find("unknown argument '" + flag + "'"),
+                std::string::npos)
+          << error.what();
+    }
+  }
+  EXPECT_TRUE(is_certify_option("-h"));
+  EXPECT_FALSE(is_certify_option("--my-subject"));
 }
 
 TEST(CertifyCli, ChecksReportPathsAndValuesBeforeAnythingRuns) {

@@ -52,6 +52,9 @@ TEST(SubjectOption, ItNamesTheOneSubjectOfARun) {
                    "--plugin and --upper-plugin exclude each other: certify one subject per run");
   EMM_EXPECT_THROW(UsageError, parse({"--nep49", "numpy:X", "--upper-plugin", "./a.so"}),
                    "--nep49 and --upper-plugin exclude each other: certify one subject per run");
+  EMM_EXPECT_THROW(UsageError, parse({"--nep49-library", "./h.so", "--upper-plugin", "./a.so"}),
+                   "--nep49-library and --upper-plugin exclude each other: certify one subject "
+                   "per run");
   EMM_EXPECT_THROW(UsageError, parse({"--upper-plugin", "./a.so", "--upper-plugin", "./b.so"}),
                    "--upper-plugin is given more than once");
   EMM_EXPECT_THROW(UsageError, parse({"--upper-plugin"}), "--upper-plugin needs a value");

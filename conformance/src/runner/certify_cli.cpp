@@ -136,7 +136,8 @@ std::string subject_option_lines() {
   return lines;
 }
 
-// emm-certify's own options, which a SubjectOption may not take.
+// emm-certify's own options, which a SubjectOption may not take; the usage text shows each
+// (CertifyCli.TheOptionListIsTheUsageTextsFlagsAndTheParserKnowsEach).
 constexpr std::string_view kCertifyOptions[] = {"--plugin",
                                                 "--python",
                                                 "--capabilities",
@@ -451,18 +452,19 @@ CertifyOptions parse_certify_args(std::span<const std::string_view> args) {
   if (options.nep49 && !options.python_target.empty()) {
     throw UsageError("--python and --nep49 exclude each other: certify one subject per run");
   }
-  if (options.nep49 && !options.plugin_path.empty()) {
-    throw UsageError("--plugin and " +
-                     std::string(options.nep49->kind == Nep49SubjectSpec::Kind::module
+  // The flag that named the NEP 49 handler, for the messages below.
+  const char* const nep49_flag = !options.nep49 ? nullptr
+                                 : options.nep49->kind == Nep49SubjectSpec::Kind::module
                                      ? "--nep49"
-                                     : "--nep49-library") +
+                                     : "--nep49-library";
+  if (options.nep49 && !options.plugin_path.empty()) {
+    throw UsageError("--plugin and " + std::string(nep49_flag) +
                      " exclude each other: certify one subject per run");
   }
   if (options.subject_option != nullptr) {
     const char* other = !options.python_target.empty() ? "--python"
                         : !options.plugin_path.empty() ? "--plugin"
-                        : options.nep49                ? "--nep49"
-                                                       : nullptr;
+                                                       : nep49_flag;
     if (other != nullptr) {
       throw UsageError(std::string(other) + " and " + options.subject_option->flag +
                        " exclude each other: certify one subject per run");
