@@ -109,5 +109,17 @@ TEST(SubjectOption, ItsUsageErrorIsExitStatusTwo) {
                                          "(got 'nodir.so')\n"));
 }
 
+// --only names catalogue clauses; which of them the added kind certifies only its subject knows,
+// so the check comes once the subject is built, and is a usage error like the others.
+TEST(SubjectOption, OnlyAClauseItsSubjectCertifiesMayBeNamed) {
+  add_upper_plugin();
+  std::string out, err;
+  EXPECT_EQ(certify({"--upper-plugin", EMM_REFERENCE_PLUGIN, "--only", "REG-1,NEP49-1"}, out, err),
+            2);
+  EXPECT_THAT(err, ::testing::StartsWith("emm-certify: --only: NEP49-1 is not a clause "
+                                         "--upper-plugin certifies (see --list)\n"));
+  EXPECT_EQ(out, "");
+}
+
 }  // namespace
 }  // namespace emm::conformance

@@ -242,6 +242,16 @@ int certify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
       return kExitCertified;
     }
     subject = make_subject(options);
+    if (options.subject_option != nullptr) {
+      // Only the subject knows its clauses (Subject::clauses); the command line could not check.
+      const std::vector<const Clause*> answered = subject->clauses();
+      for (const Clause* clause : options.only) {
+        if (std::find(answered.begin(), answered.end(), clause) == answered.end()) {
+          throw UsageError("--only: " + clause->id + " is not a clause " +
+                           options.subject_option->flag + " certifies (see --list)");
+        }
+      }
+    }
     check_report_paths(options.reports,
                        options.subject_option != nullptr ? subject->path() : options.plugin_path);
   } catch (const UsageError& error) {

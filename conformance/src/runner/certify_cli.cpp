@@ -481,9 +481,9 @@ CertifyOptions parse_certify_args(std::span<const std::string_view> args) {
     if (clause == nullptr) {
       throw UsageError("--only: '" + id + "' is not a clause id (see --list)");
     }
-    if (options.subject_option != nullptr) {
-      // Its subject says which clauses it answers (Subject::clauses), once it is built.
-    } else if (options.nep49 && !clause->nep49) {
+    // An added subject kind's clauses are known once its subject is built: certify_main checks
+    // them (Subject::clauses).
+    if (options.subject_option == nullptr && options.nep49 && !clause->nep49) {
       throw UsageError("--only: " + id +
                        " is not a NEP49 clause; a --nep49 run certifies the NEP49-* clauses");
     }
