@@ -411,6 +411,7 @@ class Workload {
         unpublish(t, mine.size() - 1);
         mine.pop_back();
         call_free(block);
+        if (mine.size() % 16 == 0 && progress_) progress_();  // the last frees are progress too
       }
     } catch (const std::exception& error) {
       report(str("thread ", t, ": ", strip_clause(error.what())));
