@@ -24,6 +24,7 @@
 #include "emm/conformance/report_index.hpp"
 #include "emm/conformance/report_paths.hpp"
 #include "emm/conformance/report_writers.hpp"
+#include "emm/conformance/sanitizer_build.hpp"
 #include "emm/conformance/subject.hpp"
 #include "emm/conformance/text_escaping.hpp"
 #include "emm/errors.hpp"
@@ -47,19 +48,8 @@ void print_catalogue(std::ostream& out) {
 }
 
 // Sanitizer runtimes reserve shadow memory as private writable mappings, which a data-segment
-// limit counts: where a sanitizer runtime is loaded, children run without one by default.
-constexpr bool kSanitizerBuild =
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-    true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-    true;
-#else
-    false;
-#endif
-#else
-    false;
-#endif
+// limit counts: where a sanitizer runtime is loaded, children run without one by default
+// (kSanitizerBuild, sanitizer_build.hpp).
 
 // A sanitizer runtime in this process: a sanitizer build of emm-certify, or a runtime preloaded
 // (LD_PRELOAD) to certify a plugin built with a sanitizer (docs/troubleshooting.md).

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 
+#include "emm/conformance/sanitizer_build.hpp"
 #include "engine/explore.hpp"
 #include "nep49/src/engine/commands.hpp"
 #include "nep49/src/engine/render.hpp"
@@ -22,19 +23,8 @@ constexpr std::chrono::seconds kMaxShrinkTime{6};
 // A sequence hangs when it makes no progress (no call begun, no contention round) this long; a
 // slow handler under contention is slow, not stuck. Four times that in a ThreadSanitizer build
 // of the kit, where every synchronisation is many times slower: there, 15 threads contending on
-// a busy 2-core machine once went 5 s without a tick (a CI run of stop 33).
-constexpr bool kThreadSanitizerBuild =
-#if defined(__SANITIZE_THREAD__)
-    true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-    true;
-#else
-    false;
-#endif
-#else
-    false;
-#endif
+// a busy 2-core machine once went 5 s without a tick (a CI run of stop 33;
+// kThreadSanitizerBuild, sanitizer_build.hpp).
 constexpr std::chrono::milliseconds kSequenceLimit{kThreadSanitizerBuild ? 20000 : 5000};
 
 // Counts accepted shrinks; prints nothing (the certificate reports).
