@@ -4,32 +4,30 @@
 // sequence longer to show progress (every synchronisation is slower under ThreadSanitizer).
 #pragma once
 
+#if defined(__has_feature)
+#define EMM_SANITIZER_FEATURE(name) __has_feature(name)
+#else
+#define EMM_SANITIZER_FEATURE(name) 0
+#endif
+
 namespace emm::conformance {
 
-#if defined(__SANITIZE_ADDRESS__)
-inline constexpr bool kAddressSanitizerBuild = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-inline constexpr bool kAddressSanitizerBuild = true;
+inline constexpr bool kAddressSanitizerBuild =
+#if defined(__SANITIZE_ADDRESS__) || EMM_SANITIZER_FEATURE(address_sanitizer)
+    true;
 #else
-inline constexpr bool kAddressSanitizerBuild = false;
-#endif
-#else
-inline constexpr bool kAddressSanitizerBuild = false;
+    false;
 #endif
 
-#if defined(__SANITIZE_THREAD__)
-inline constexpr bool kThreadSanitizerBuild = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-inline constexpr bool kThreadSanitizerBuild = true;
+inline constexpr bool kThreadSanitizerBuild =
+#if defined(__SANITIZE_THREAD__) || EMM_SANITIZER_FEATURE(thread_sanitizer)
+    true;
 #else
-inline constexpr bool kThreadSanitizerBuild = false;
-#endif
-#else
-inline constexpr bool kThreadSanitizerBuild = false;
+    false;
 #endif
 
 inline constexpr bool kSanitizerBuild = kAddressSanitizerBuild || kThreadSanitizerBuild;
 
 }  // namespace emm::conformance
+
+#undef EMM_SANITIZER_FEATURE
